@@ -1,0 +1,397 @@
+"""``Store``: the candidates database behind ``cuco evolve``, the CLI and the web leaderboard.
+
+Every method opens one short session and returns ``design_space`` values, never ORM rows, so
+callers cannot hold a row across transactions or trigger lazy loads on a closed session.
+A filesystem path means a SQLite file (WAL mode, so the CLI can read while a search writes);
+a URL is used as is (PostgreSQL for runs spread over machines).
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from sqlalchemy import Engine, Select, case, create_engine, event, exists, func, select
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, NoSuchModuleError
+from sqlalchemy.orm import Session, aliased, sessionmaker
+
+from candidates_db.migrations import migrate
+from candidates_db.schema import CandidateRow, EvaluationRow, RunRow, json_safe, utcnow
+from design_space.candidate import Candidate, Origin
+from design_space.errors import StoreError
+from design_space.evaluation import Evaluation, Stage, Status
+from design_space.point import DesignPoint
+from design_space.run import RunInfo, RunStatus
+
+BUSY_TIMEOUT_S = 30  # how long a SQLite writer waits for another writer before failing
+MIN_PREFIX = 4
+LIST_IDS_FIX = "run `cuco leaderboard <run>` to list candidate ids"
+# How far a failed candidate got, for the leaderboard. ``simulate`` replaces verify/bench on a
+# machine without a GPU, so it ranks with verify: both passed CPU emulation and nothing more.
+STAGE_DEPTH: dict[str, int] = {
+    Stage.GUARD.value: 0, Stage.BUILD.value: 1, Stage.EMULATE.value: 2, Stage.VERIFY.value: 3,
+    Stage.SIMULATE.value: 3, Stage.BENCH.value: 4, Stage.SCORE.value: 5,
+}
+
+
+def _where(url: URL) -> str:
+    return url.render_as_string(hide_password=True)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(getattr(e, "orig", None) or e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
+def _url_for(target: Union[str, Path]) -> URL:
+    """A path (no ``://``) becomes an absolute ``sqlite:///`` URL; ``postgresql://`` gets psycopg 3."""
+    if isinstance(target, Path) or "://" not in str(target):
+        path = Path(target).expanduser().resolve()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"cannot create the folder for the candidates database {path}: {e}",
+                             "pick a path in a folder you can write (--db PATH)") from e
+        return URL.create("sqlite", database=str(path))
+    try:
+        url = make_url(str(target))
+    except ArgumentError as e:
+        raise StoreError(f"cannot parse the database URL {target!r}",
+                         "give a file path or a URL like postgresql://user@host/db") from e
+    # SQLAlchemy's bare "postgresql" means psycopg2, which cuco does not depend on.
+    if url.drivername in ("postgresql", "postgres"):
+        url = url.set(drivername="postgresql+psycopg")
+    return url
+
+
+def _enable_wal(cur: Any) -> None:
+    """WAL (persistent in the file): readers never block the writer, nor it them.
+
+    Switching a fresh file to WAL needs an exclusive lock and SQLite reports a clash at once
+    instead of calling the busy handler, so processes opening a new file together retry here.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            if cur.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                cur.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
+    _enable_wal(cur)
+    cur.execute("PRAGMA synchronous = NORMAL")  # durable enough under WAL, much faster
+    cur.execute("PRAGMA foreign_keys = ON")
+    cur.close()
+
+
+def _create_engine(url: URL) -> Engine:
+    try:
+        if url.get_backend_name() == "sqlite":
+            engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
+            event.listen(engine, "connect", _sqlite_pragmas)
+            return engine
+        return create_engine(url, pool_pre_ping=True)
+    except NoSuchModuleError as e:
+        raise StoreError(f"unknown database kind in {_where(url)}",
+                         "use a file path (SQLite) or a postgresql:// URL") from e
+    except ImportError as e:
+        raise StoreError(f"the database driver for {_where(url)} is not installed ({e})",
+                         "pip install 'cuco-kernels[postgres]' for PostgreSQL") from e
+
+
+# --- conversions between rows and values ------------------------------------------------------
+
+def _run_value(row: RunRow) -> RunInfo:
+    return RunInfo(name=row.name, spec_name=row.spec_name, pattern=row.pattern, spec_hash=row.spec_hash,
+                   spec_json=row.spec_json, config=row.config or {}, status=RunStatus(row.status),
+                   note=row.note, created_at=row.created_at, updated_at=row.updated_at)
+
+
+def _candidate_row(run: str, c: Candidate) -> CandidateRow:
+    return CandidateRow(
+        id=c.id, run_name=run, parent_ids=list(c.parent_ids), generation=c.generation, island=c.island,
+        origin_kind=c.origin.kind.value, origin_model=c.origin.model, origin_patch_type=c.origin.patch_type,
+        source=c.source, point=c.point.model_dump(mode="json") if c.point else None,
+        point_key=c.point.key() if c.point else None, content_hash=c.content_hash, created_at=utcnow(),
+    )
+
+
+def _candidate_value(row: CandidateRow) -> Candidate:
+    origin = Origin(kind=row.origin_kind, model=row.origin_model, patch_type=row.origin_patch_type)
+    point = DesignPoint.model_validate(row.point) if row.point is not None else None
+    return Candidate(id=row.id, parent_ids=tuple(row.parent_ids or ()), generation=row.generation,
+                     island=row.island, origin=origin, source=row.source, point=point)
+
+
+def _evaluation_row(e: Evaluation) -> EvaluationRow:
+    try:
+        source = e.timing_source
+    except ValueError as err:
+        raise StoreError(f"evaluation of {e.candidate_id} mixes measured and simulated timings",
+                         "report this as a cuco bug: the evaluator must label one timing source") from err
+    fitness = e.fitness
+    return EvaluationRow(
+        candidate_id=e.candidate_id, status=e.status.value, stage=e.stage.value, reason=e.reason,
+        fitness=None if fitness is None or math.isnan(fitness) else fitness,
+        timing_source=source.value if source else None,
+        payload=json_safe(e.model_dump(mode="json")), created_at=utcnow(),
+    )
+
+
+def _evaluation_value(row: Optional[EvaluationRow]) -> Optional[Evaluation]:
+    return None if row is None else Evaluation.model_validate(row.payload)
+
+
+class Store:
+    """The candidates database. Open with ``Store.open(path_or_url)``; use as a context manager."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._closed = False
+        self.url = _where(engine.url)
+
+    @classmethod
+    def open(cls, url_or_path: Union[str, Path]) -> "Store":
+        """Open (creating or upgrading as needed) the database at a file path or URL."""
+        url = _url_for(url_or_path)
+        engine = _create_engine(url)
+        try:
+            migrate(engine)
+        except StoreError:
+            engine.dispose()
+            raise
+        except DatabaseError as e:
+            engine.dispose()
+            fix = ("check that the file is a cuco candidates database and its folder is writable"
+                   if url.get_backend_name() == "sqlite"
+                   else "check that the server is running and reachable and the URL's user, password and database")
+            raise StoreError(f"cannot open the candidates database {_where(url)}: {_first_line(e)}", fix) from e
+        return cls(engine)
+
+    def close(self) -> None:
+        self._closed = True
+        self._engine.dispose()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Store({self.url!r})"
+
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        """One transaction, committed on exit; a lost connection or a stuck lock is a StoreError."""
+        if self._closed:
+            raise StoreError(f"the candidates database {self.url} is closed", "open it again with Store.open")
+        try:
+            with self._sessions.begin() as s:
+                yield s
+        except (IntegrityError, StoreError):
+            raise  # the caller decides what a constraint violation means
+        except DatabaseError as e:
+            raise StoreError(f"candidates database {self.url} failed: {_first_line(e)}",
+                             "check the database is reachable (and, for SQLite, that no other process "
+                             f"holds a write lock for over {BUSY_TIMEOUT_S} s), then retry") from e
+
+    # --- runs --------------------------------------------------------------------------------
+
+    def create_run(self, info: RunInfo) -> RunInfo:
+        """Record a new run; StoreError if the name is taken. Returns the run as stored."""
+        data = json_safe(info.model_dump(mode="json"))
+        row = RunRow(name=info.name, spec_name=info.spec_name, pattern=info.pattern, spec_hash=info.spec_hash,
+                     spec_json=info.spec_json, config=data["config"], status=info.status.value,
+                     note=info.note, created_at=info.created_at, updated_at=info.updated_at)
+        taken = StoreError(f"a run named {info.name!r} already exists in {self.url}",
+                           "resume that run, or pick another run name")
+        try:
+            with self._session() as s:
+                if s.get(RunRow, info.name) is not None:
+                    raise taken
+                s.add(row)
+        except IntegrityError as e:  # another process created it between our check and insert
+            raise taken from e
+        return self._require_run(info.name)
+
+    def get_run(self, name: str) -> Optional[RunInfo]:
+        with self._session() as s:
+            row = s.get(RunRow, name)
+            return _run_value(row) if row is not None else None
+
+    def list_runs(self) -> list[RunInfo]:
+        with self._session() as s:
+            return [_run_value(r) for r in s.scalars(select(RunRow).order_by(RunRow.created_at, RunRow.name))]
+
+    def update_run(self, name: str, *, status: Optional[Union[RunStatus, str]] = None,
+                   note: Optional[str] = None, config: Optional[dict[str, Any]] = None) -> RunInfo:
+        """Change what is given (``None`` leaves a field alone) and stamp ``updated_at``."""
+        with self._session() as s:
+            row = s.get(RunRow, name)
+            if row is None:
+                raise self._no_run(name)
+            if status is not None:
+                row.status = RunStatus(status).value
+            if note is not None:
+                row.note = note
+            if config is not None:
+                row.config = json_safe(dict(config))
+            row.updated_at = utcnow()
+        return self._require_run(name)
+
+    def _require_run(self, name: str) -> RunInfo:
+        run = self.get_run(name)
+        if run is None:
+            raise self._no_run(name)
+        return run
+
+    def _no_run(self, name: str) -> StoreError:
+        return StoreError(f"no run named {name!r} in {self.url}", "run `cuco leaderboard` to list the runs")
+
+    # --- candidates --------------------------------------------------------------------------
+
+    def add_candidate(self, run: str, c: Candidate) -> bool:
+        """Store ``c`` in ``run``; False (and nothing written) if the run already has its source."""
+        row = _candidate_row(run, c)
+        try:
+            with self._session() as s:
+                if s.get(RunRow, run) is None:
+                    raise self._no_run(run)
+                if self._hash_exists(s, run, row.content_hash):
+                    return False
+                row.seq = (s.scalar(select(func.max(CandidateRow.seq))) or 0) + 1
+                s.add(row)
+        except IntegrityError as e:
+            if self.has_content_hash(run, row.content_hash):  # a concurrent writer stored it first
+                return False
+            raise StoreError(f"candidate id {c.id} is already stored with a different source",
+                             "give the new candidate a fresh id (the default)") from e
+        return True
+
+    @staticmethod
+    def _hash_exists(s: Session, run: str, h: str) -> bool:
+        q = select(CandidateRow.id).where(CandidateRow.run_name == run, CandidateRow.content_hash == h)
+        return s.scalar(q.limit(1)) is not None
+
+    def has_content_hash(self, run: str, h: str) -> bool:
+        with self._session() as s:
+            return self._hash_exists(s, run, h)
+
+    def get_candidate(self, id_or_prefix: str) -> Candidate:
+        """By full id, or by a unique prefix of at least four characters (ids are case-sensitive)."""
+        key = id_or_prefix.strip()
+        with self._session() as s:
+            row = s.get(CandidateRow, key)
+            if row is not None:
+                return _candidate_value(row)
+            if len(key) < MIN_PREFIX:
+                raise StoreError(f"candidate id prefix {key!r} is too short and matches no full id",
+                                 f"give at least {MIN_PREFIX} characters of the id; {LIST_IDS_FIX}")
+            q = select(CandidateRow).where(func.substr(CandidateRow.id, 1, len(key)) == key)
+            rows = s.scalars(q.order_by(CandidateRow.id).limit(6)).all()
+            if not rows:
+                raise StoreError(f"no candidate id starts with {key!r} in {self.url}", LIST_IDS_FIX)
+            if len(rows) > 1:
+                shown = ", ".join(r.id for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
+                raise StoreError(f"candidate id prefix {key!r} is ambiguous: it matches {shown}",
+                                 f"give more characters of the id; {LIST_IDS_FIX}")
+            return _candidate_value(rows[0])
+
+    def candidates(self, run: str, *, generation: Optional[int] = None) -> list[Candidate]:
+        """The run's candidates by generation, then in the order they were added."""
+        q = select(CandidateRow).where(CandidateRow.run_name == run)
+        if generation is not None:
+            q = q.where(CandidateRow.generation == generation)
+        with self._session() as s:
+            return [_candidate_value(r) for r in s.scalars(q.order_by(CandidateRow.generation, CandidateRow.seq))]
+
+    def unevaluated(self, run: str) -> list[Candidate]:
+        """Candidates with no evaluation yet (what a resumed run must evaluate first)."""
+        evaluated = exists().where(EvaluationRow.candidate_id == CandidateRow.id)
+        q = select(CandidateRow).where(CandidateRow.run_name == run, ~evaluated)
+        with self._session() as s:
+            return [_candidate_value(r) for r in s.scalars(q.order_by(CandidateRow.generation, CandidateRow.seq))]
+
+    def max_generation(self, run: str) -> int:
+        with self._session() as s:
+            value = s.scalar(select(func.max(CandidateRow.generation)).where(CandidateRow.run_name == run))
+        return -1 if value is None else int(value)
+
+    def run_of(self, candidate_id: str) -> str:
+        with self._session() as s:
+            run = s.scalar(select(CandidateRow.run_name).where(CandidateRow.id == candidate_id))
+        if run is None:
+            raise StoreError(f"no candidate {candidate_id!r} in {self.url}", LIST_IDS_FIX)
+        return run
+
+    # --- evaluations -------------------------------------------------------------------------
+
+    def add_evaluation(self, e: Evaluation) -> None:
+        """Append ``e`` to the candidate's history; the latest one is the candidate's evaluation."""
+        row = _evaluation_row(e)
+        with self._session() as s:
+            if s.get(CandidateRow, e.candidate_id) is None:
+                raise StoreError(f"cannot store an evaluation of unknown candidate {e.candidate_id!r}",
+                                 "add the candidate (Store.add_candidate) before its evaluation")
+            s.add(row)
+
+    def evaluation(self, candidate_id: str) -> Optional[Evaluation]:
+        q = select(EvaluationRow).where(EvaluationRow.candidate_id == candidate_id)
+        with self._session() as s:
+            return _evaluation_value(s.scalars(q.order_by(EvaluationRow.id.desc()).limit(1)).first())
+
+    def _with_latest(self, run: str) -> tuple[Select[Any], Any]:
+        """Select (candidate, its latest evaluation or NULLs) for every candidate of ``run``."""
+        latest = (select(EvaluationRow.candidate_id, func.max(EvaluationRow.id).label("eid"))
+                  .join(CandidateRow, CandidateRow.id == EvaluationRow.candidate_id)
+                  .where(CandidateRow.run_name == run)
+                  .group_by(EvaluationRow.candidate_id).subquery())
+        ev = aliased(EvaluationRow)
+        q = (select(CandidateRow, ev).where(CandidateRow.run_name == run)
+             .outerjoin(latest, latest.c.candidate_id == CandidateRow.id)
+             .outerjoin(ev, ev.id == latest.c.eid))
+        return q, ev
+
+    def leaderboard(self, run: str, *, limit: Optional[int] = None) -> list[tuple[Candidate, Optional[Evaluation]]]:
+        """``ok`` by fitness (best first), then failures by how far they got, then unevaluated."""
+        q, ev = self._with_latest(run)
+        group = case((ev.status == Status.OK.value, 0), (ev.id.is_not(None), 1), else_=2)
+        no_fitness = case((ev.fitness.is_(None), 1), else_=0)  # NULLS LAST on every backend
+        depth = case(STAGE_DEPTH, value=ev.stage, else_=-1)
+        q = q.order_by(group, no_fitness, ev.fitness.desc(), depth.desc(), CandidateRow.generation, CandidateRow.seq)
+        if limit is not None:
+            q = q.limit(limit)
+        with self._session() as s:
+            return [(_candidate_value(c), _evaluation_value(e)) for c, e in s.execute(q).all()]
+
+    def status_counts(self, run: str) -> dict[str, int]:
+        """Candidates per latest status: every ``Status`` value (zeros included) plus ``unevaluated``."""
+        latest_q, ev = self._with_latest(run)
+        q = latest_q.with_only_columns(ev.status, func.count()).group_by(ev.status)
+        counts = {s.value: 0 for s in Status} | {"unevaluated": 0}
+        with self._session() as s:
+            for status, n in s.execute(q).all():
+                counts[status if status is not None else "unevaluated"] = n
+        return counts
+
+    def best(self, run: str) -> Optional[tuple[Candidate, Evaluation]]:
+        """The fittest ``ok`` candidate, or None when nothing in the run is correct yet."""
+        top = self.leaderboard(run, limit=1)
+        if not top or top[0][1] is None or top[0][1].status is not Status.OK:
+            return None
+        return top[0][0], top[0][1]

@@ -1,0 +1,116 @@
+"""The ``cuco`` command. Heavy libraries are imported inside commands so ``cuco --help`` is instant.
+Every ``CucoError`` becomes one line on stderr (``error: ... -- fix: ...``), never a traceback."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                  help="cuco: search fused computation+communication CUDA kernels for multi-GPU workloads.")
+
+
+def _guarded(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from design_space.errors import CucoError
+        try:
+            return fn(*args, **kwargs)
+        except CucoError as e:
+            from cuco.errors import one_line
+            typer.echo(one_line(e), err=True)
+            raise typer.Exit(2)
+        except KeyboardInterrupt:
+            typer.echo("interrupted: run the same command again to resume", err=True)
+            raise typer.Exit(130)
+    return wrapper
+
+
+def _console():
+    from rich.console import Console
+    console = Console()
+    # Piped output (CI logs, files) gets a width that fits the leaderboard instead of rich's 80.
+    return console if console.is_terminal else Console(width=160)
+
+
+@app.command()
+@_guarded
+def evolve(
+    spec: Path = typer.Argument(..., help="spec folder (with spec.py) or spec .py file"),
+    run_dir: Optional[Path] = typer.Option(None, help="where the run lives (default: runs/<spec name>)"),
+    run_name: Optional[str] = typer.Option(None, help="run name inside the database (default: the spec name)"),
+    db: Optional[str] = typer.Option(None, help="database URL (default: SQLite file <run-dir>/cuco.db)"),
+    generations: int = typer.Option(5, min=1, help="generations to run (a resumed run extends to this many)"),
+    population: int = typer.Option(8, min=1, help="candidates per generation"),
+    workers: Optional[int] = typer.Option(None, min=1, help="parallel evaluations (default: CPU count)"),
+    seed: int = typer.Option(0, help="seed of the proposer"),
+    point: List[str] = typer.Option([], help="design point to put in generation 0, e.g. "
+                                              "lsa/fused_persistent/per_tile_signal/warp/64K/8 (repeatable)"),
+    max_wall: Optional[float] = typer.Option(None, help="stop starting new work after this many seconds"),
+    top: int = typer.Option(15, help="rows of the final leaderboard"),
+    json_out: bool = typer.Option(False, "--json", help="print the final leaderboard as JSON"),
+    keep_work: bool = typer.Option(False, help="keep per-candidate scratch folders"),
+) -> None:
+    """Search the design space for SPEC (resumes when the run already exists)."""
+    from cuco.evolve_command import run_evolve
+    run_evolve(spec, run_dir=run_dir, run_name=run_name, db=db, generations=generations, population=population,
+               workers=workers, seed=seed, points=point, max_wall=max_wall, top=top, json_out=json_out,
+               keep_work=keep_work, console=_console())
+
+
+@app.command()
+@_guarded
+def leaderboard(
+    run: str = typer.Argument(..., help="run folder (holding cuco.db) or run name with --db"),
+    db: Optional[str] = typer.Option(None, help="database URL, when the run is not a folder"),
+    limit: int = typer.Option(20, help="rows to show"),
+    json_out: bool = typer.Option(False, "--json", help="print JSON"),
+) -> None:
+    """Show a run's candidates, best first."""
+    from cuco.browse import leaderboard_command
+    leaderboard_command(run, db=db, limit=limit, json_out=json_out, console=_console())
+
+
+@app.command()
+@_guarded
+def show(
+    candidate: str = typer.Argument(..., help="candidate id (or a unique prefix)"),
+    run: Optional[str] = typer.Option(None, help="run folder (default: search ./runs/*)"),
+    db: Optional[str] = typer.Option(None, help="database URL"),
+    source: bool = typer.Option(False, help="print the CUDA source too"),
+    json_out: bool = typer.Option(False, "--json", help="print JSON"),
+) -> None:
+    """Show one candidate: design point, evaluation, build stats, timings, log."""
+    from cuco.browse import show_command
+    show_command(candidate, run=run, db=db, with_source=source, json_out=json_out, console=_console())
+
+
+@app.command()
+@_guarded
+def render(
+    spec: Path = typer.Argument(..., help="spec folder or file"),
+    point: str = typer.Option(..., help="design point, e.g. lsa/stream_overlap/per_peer_signal/cta/256K/8"),
+) -> None:
+    """Print the CUDA source the templates render for one design point."""
+    from cuco.spec_loader import load_spec
+    from design_space import DesignPoint, DesignPointError, get_pattern, get_profile, is_valid
+    s = load_spec(spec)
+    p = DesignPoint.parse_key(point)
+    p.check_hardware(get_profile(s.hardware))
+    pattern = get_pattern(s.pattern)
+    if not is_valid(p, pattern, get_profile(s.hardware)):
+        raise DesignPointError(f"the {pattern.name} templates do not render {p.key()}",
+                               f"choose values among {dict((k, [getattr(v, 'value', v) for v in vs]) for k, vs in pattern.supported.items())}")
+    sys.stdout.write(pattern.render(p))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+"""``cuco evolve``: the main job with rich progress and a final leaderboard."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional, Sequence
+
+from design_space import DesignPoint, Status
+from cuco.loop import Event, EvolveOptions, evolve
+from cuco.report import leaderboard_rows, leaderboard_table, to_json
+from cuco.spec_loader import load_spec
+
+_LLM_HINT = ("proposer: design-space templates, no LLM (LLM proposers are not available in this version; "
+             "the template proposer searches the typed design space on its own)")
+
+
+class _Progress:
+    """Prints one line per evaluated candidate and keeps a per-generation progress bar."""
+
+    def __init__(self, console, quiet: bool) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        self.console, self.quiet = console, quiet
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=console, transient=True, disable=quiet)
+        self.task = None
+
+    def __call__(self, e: Event) -> None:
+        if self.quiet:
+            return
+        if e.kind == "generation":
+            if self.task is not None:
+                self.progress.remove_task(self.task)
+            self.task = self.progress.add_task(f"generation {e.generation}", total=max(e.total, 1))
+            self.progress.start()
+        elif e.kind == "evaluated" and e.evaluation is not None and e.candidate is not None:
+            self._line(e)
+            if self.task is not None:
+                self.progress.advance(self.task)
+        else:
+            self.progress.stop()
+            self.console.print(f"[dim]{e.message}[/]")
+
+    def _line(self, e: Event) -> None:
+        ev, c = e.evaluation, e.candidate
+        point = c.point.key() if c.point else "-"
+        if ev.status is Status.OK and ev.timings:
+            t = ev.timings[-1]
+            detail = f"speedup {ev.speedup:.3f}x  SOL {ev.sol_fraction:.2f}  ({t.source.value})"
+        else:
+            detail = ev.reason[:90]
+        color = "green" if ev.status is Status.OK else "red"
+        self.progress.console.print(f"gen {c.generation:>2}  {c.id}  {point:<48} [{color}]{ev.status.value:<16}[/] {detail}")
+
+    def stop(self) -> None:
+        self.progress.stop()
+
+
+def run_evolve(spec_path: Path, *, run_dir: Optional[Path], run_name: Optional[str], db: Optional[str],
+               generations: int, population: int, workers: Optional[int], seed: int, points: Sequence[str],
+               max_wall: Optional[float], top: int, json_out: bool, keep_work: bool, console) -> None:
+    spec = load_spec(spec_path)
+    seed_points = tuple(DesignPoint.parse_key(p) for p in points)
+    options = EvolveOptions(run_dir=run_dir or Path("runs") / spec.name, run_name=run_name, db_url=db,
+                            generations=generations, population=population,
+                            workers=workers or max(1, os.cpu_count() or 1), seed=seed, max_wall_s=max_wall,
+                            keep_work=keep_work, seed_points=seed_points)
+    if not json_out:
+        console.print(f"[bold]cuco evolve[/] {spec.name} ({spec.pattern}) on {spec.hardware}, world {spec.target_world}"
+                      f" -> {options.run_dir}")
+        console.print(f"[dim]{_LLM_HINT}[/]")
+    progress = _Progress(console, quiet=json_out)
+    try:
+        summary = evolve(spec, options, on_event=progress)
+    finally:
+        progress.stop()
+    from candidates_db import Store
+    with Store.open(summary.database) as store:
+        rows = leaderboard_rows(store.leaderboard(summary.run.name, limit=top), spec)
+    if json_out:
+        print(to_json({"run": summary.run.name, "status": summary.run.status.value, "note": summary.run.note,
+                       "database": summary.database, "status_counts": summary.status_counts, "leaderboard": rows}))
+        return
+    console.print(leaderboard_table(rows, f"leaderboard: {summary.run.name} ({summary.run.status.value})"))
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.status_counts.items()) if v)
+    console.print(f"{summary.evaluated_now} evaluated now in {summary.wall_s:.0f} s; stored: {counts}")
+    if summary.best:
+        best, ev = summary.best
+        point = best.point.key() if best.point else "(no declared point)"
+        console.print(f"best: {best.id} {point}, {ev.speedup or 0:.3f}x geomean speedup over the host-driven "
+                      f"baseline ({ev.timing_source.value if ev.timing_source else 'untimed'})")
+        console.print(f"details: cuco show {best.id} --run {options.run_dir} --source")

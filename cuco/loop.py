@@ -1,0 +1,213 @@
+"""The evolution loop: where proposers, the evaluator and the store meet.
+
+Generations of ``population`` candidates: the proposer drafts them (deduplicated by content
+hash), the evaluator scores them in parallel, the store keeps every result. Everything needed
+to continue lives in the database, so running the same command again resumes: unevaluated
+candidates are evaluated, missing generations proposed (proposals are seeded per generation).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Optional
+
+from agents import ProposalRequest, create_proposer
+from candidates_db import Store
+from design_space import (
+    Candidate, ConfigError, CucoError, DesignPoint, DesignPointError, Evaluation, KernelSpec, Origin, OriginKind, RunInfo,
+    RunStatus, StoreError, get_pattern, get_profile, is_valid,
+)
+from evaluator.cascade import Evaluator, EvaluatorConfig
+from evaluator.emulate import EmulationSettings
+
+
+@dataclass(frozen=True)
+class EvolveOptions:
+    run_dir: Path
+    run_name: Optional[str] = None  # default: the spec's name
+    db_url: Optional[str] = None  # default: SQLite file run_dir/cuco.db
+    generations: int = 5
+    population: int = 8
+    workers: int = field(default_factory=lambda: max(1, os.cpu_count() or 1))
+    seed: int = 0
+    proposer: str = "template"
+    max_wall_s: Optional[float] = None
+    keep_work: bool = False
+    seed_points: tuple[DesignPoint, ...] = ()  # put in generation 0 before the proposer's picks
+    cache_dir: Optional[Path] = None  # builds, emulator runtime, reference data (content-keyed, shareable)
+    emulation_timeout_s: float = 60.0  # per emulator run; a hang ends as `timeout`
+
+    def check(self) -> None:
+        for name in ("generations", "population", "workers"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"--{name} must be at least 1, got {getattr(self, name)}", f"pass --{name} 1 or more")
+
+
+def check_seed_points(points: tuple[DesignPoint, ...], spec: KernelSpec) -> None:
+    pattern, hw = get_pattern(spec.pattern), get_profile(spec.hardware)
+    for p in points:
+        p.check_hardware(hw)
+        if not is_valid(p, pattern, hw):
+            raise DesignPointError(f"the {pattern.name} templates do not render {p.key()}",
+                                   "see `cuco render --help` and the pattern's supported values in the README")
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: str  # prepare | resume | generation | evaluated | stopped | complete
+    message: str
+    candidate: Optional[Candidate] = None
+    evaluation: Optional[Evaluation] = None
+    generation: int = -1
+    total: int = 0
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run: RunInfo
+    database: str
+    evaluated_now: int
+    resumed: bool
+    best: Optional[tuple[Candidate, Evaluation]]
+    status_counts: dict[str, int]
+    wall_s: float
+
+
+def spec_hash(spec: KernelSpec) -> str:
+    return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:16]
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("CUCO_CACHE_DIR")
+    return Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "cuco"
+
+
+def database_for(options: EvolveOptions) -> str:
+    return options.db_url or str(Path(options.run_dir) / "cuco.db")
+
+
+class _Loop:
+    def __init__(self, spec: KernelSpec, options: EvolveOptions, on_event: Callable[[Event], None]) -> None:
+        options.check()
+        check_seed_points(options.seed_points, spec)
+        self.spec, self.options, self.emit = spec, options, on_event
+        self.name = options.run_name or spec.name
+        self.pattern, self.hardware = get_pattern(spec.pattern), get_profile(spec.hardware)
+        self.proposer = create_proposer(options.proposer)
+        self.started = time.monotonic()
+        self.evaluated = 0
+        # the evaluator checks the toolchain: fail before anything is written
+        settings = EmulationSettings(timeout_s=options.emulation_timeout_s)
+        self.evaluator = Evaluator(spec, EvaluatorConfig(cache_dir=options.cache_dir or default_cache_dir(),
+                                                         keep_work=options.keep_work, emulation=settings))
+        Path(options.run_dir).mkdir(parents=True, exist_ok=True)
+        self.store = Store.open(database_for(options))
+
+    def _open_run(self) -> tuple[RunInfo, bool]:
+        existing = self.store.get_run(self.name)
+        config = {"generations": self.options.generations, "population": self.options.population,
+                  "seed": self.options.seed, "proposer": self.options.proposer}
+        if existing is None:
+            now = datetime.now(timezone.utc)
+            run = RunInfo(name=self.name, spec_name=self.spec.name, pattern=self.spec.pattern,
+                          spec_hash=spec_hash(self.spec), spec_json=self.spec.model_dump_json(), config=config,
+                          created_at=now, updated_at=now)
+            return self.store.create_run(run), False
+        if existing.spec_hash != spec_hash(self.spec):
+            raise StoreError(f"run {self.name!r} in {database_for(self.options)} was started with a different spec",
+                             "pass --run-name NEW_NAME (or another --run-dir) to start a new run")
+        return self.store.update_run(self.name, status=RunStatus.RUNNING, config=config), True
+
+    def _deadline_passed(self) -> bool:
+        m = self.options.max_wall_s
+        return m is not None and time.monotonic() - self.started > m
+
+    def run(self) -> RunSummary:
+        run, resumed = self._open_run()
+        if resumed:
+            done = self.store.max_generation(self.name) + 1
+            self.emit(Event("resume", f"resuming run {self.name!r}: {len(self.store.candidates(self.name))} "
+                                      f"candidates in {done} generation(s) already stored"))
+        self.emit(Event("prepare", "running the reference on gloo and building the emulator runtime (cached)"))
+        self.evaluator.prepare()
+        try:
+            status, note = self._generations()
+        except KeyboardInterrupt:
+            self.store.update_run(self.name, status=RunStatus.STOPPED, note="interrupted; run again to resume")
+            raise
+        except CucoError as e:
+            self.store.update_run(self.name, status=RunStatus.FAILED, note=f"{e}; fix it, then run again to resume")
+            raise
+        run = self.store.update_run(self.name, status=status, note=note)
+        self.emit(Event("complete" if status is RunStatus.COMPLETE else "stopped", note))
+        return RunSummary(run=run, database=database_for(self.options), evaluated_now=self.evaluated,
+                          resumed=resumed, best=self.store.best(self.name),
+                          status_counts=self.store.status_counts(self.name), wall_s=time.monotonic() - self.started)
+
+    def _generations(self) -> tuple[RunStatus, str]:
+        for gen in range(self.options.generations):
+            if self._deadline_passed():
+                return RunStatus.STOPPED, f"--max-wall reached before generation {gen}; run again to resume"
+            have = self.store.candidates(self.name, generation=gen)
+            if len(have) < self.options.population:
+                self._propose(gen, self.options.population - len(have))
+            pending = [c for c in self.store.unevaluated(self.name) if c.generation <= gen]
+            self.emit(Event("generation", f"generation {gen}: {len(pending)} to evaluate", generation=gen,
+                            total=len(pending)))
+            if not self._evaluate_all(pending):
+                return RunStatus.STOPPED, "--max-wall reached; unevaluated candidates resume on the next run"
+        return RunStatus.COMPLETE, f"{self.options.generations} generation(s) complete"
+
+    def _propose(self, gen: int, count: int) -> None:
+        if gen == 0:
+            for p in self.options.seed_points[:count]:
+                cand = Candidate(generation=0, origin=Origin(kind=OriginKind.MANUAL, patch_type="point"),
+                                 source=self.pattern.render(p), point=p)
+                count -= int(self.store.add_candidate(self.name, cand))
+        if count <= 0:
+            return
+        history = [(c, self.store.evaluation(c.id)) for c in self.store.candidates(self.name)]
+        request = ProposalRequest(spec=self.spec, pattern=self.pattern, hardware=self.hardware, generation=gen,
+                                  count=count, seed=self.options.seed, history=history,
+                                  known_hashes=frozenset(c.content_hash for c, _ in history))
+        for cand in self.proposer.propose(request):
+            self.store.add_candidate(self.name, cand)
+
+    def _evaluate_all(self, pending: list[Candidate]) -> bool:
+        """Evaluate in parallel, storing each result as it lands; False if stopped by --max-wall."""
+        with ThreadPoolExecutor(max_workers=self.options.workers) as pool:
+            futures: dict[Future, Candidate] = {}
+            queue = list(pending)
+            while queue or futures:
+                while queue and len(futures) < self.options.workers and not self._deadline_passed():
+                    cand = queue.pop(0)
+                    futures[pool.submit(self.evaluator.evaluate, cand)] = cand
+                if not futures:
+                    return False
+                done, _ = wait(futures, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    cand = futures.pop(fut)
+                    evaluation = fut.result()  # infrastructure faults propagate; candidate faults are data
+                    self.store.add_evaluation(evaluation)
+                    self.evaluated += 1
+                    self.emit(Event("evaluated", evaluation.status.value, candidate=cand, evaluation=evaluation,
+                                    generation=cand.generation))
+        return True
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def evolve(spec: KernelSpec, options: EvolveOptions, on_event: Callable[[Event], None] = lambda e: None) -> RunSummary:
+    """Run (or resume) the search for ``spec``; see ``EvolveOptions``."""
+    loop = _Loop(spec, options, on_event)
+    try:
+        return loop.run()
+    finally:
+        loop.close()

@@ -1,0 +1,49 @@
+"""The one error tree of cuco.
+
+It lives in ``design_space`` because every package may import ``design_space`` and nothing
+else of ours (the star rule); ``cuco.errors`` is its public face and re-exports it.
+Every error carries a ``fix``: the sentence that tells the user what to do.
+"""
+
+from __future__ import annotations
+
+
+class CucoError(Exception):
+    """Base of every error cuco raises on purpose. ``str()`` is one line: problem + fix."""
+
+    def __init__(self, problem: str, fix: str = "") -> None:
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"{problem} -- fix: {fix}" if fix else problem)
+
+
+class SpecError(CucoError):
+    """A kernel spec is missing, malformed or inconsistent."""
+
+
+class DesignPointError(CucoError):
+    """A design point breaks one or more validity rules; ``violations`` names them."""
+
+    def __init__(self, problem: str, fix: str = "", violations: tuple[str, ...] = ()) -> None:
+        self.violations = violations
+        super().__init__(problem, fix)
+
+
+class ToolchainError(CucoError):
+    """A compiler, header set or runtime library that a stage needs is missing."""
+
+
+class ConfigError(CucoError):
+    """An option or configuration value is invalid."""
+
+
+class StoreError(CucoError):
+    """The candidates database cannot be opened or does not match the run."""
+
+
+class InfrastructureError(CucoError):
+    """The machine failed us (sandbox, process spawn, disk), not the candidate."""
+
+
+class ProposerError(CucoError):
+    """A proposer is unknown or misconfigured."""

@@ -1,0 +1,48 @@
+"""Pattern registry: what each fusion pattern computes, how its ranks' buffers map onto the
+device context, its cost for the analytic model, and the template family that renders its
+design points into CUDA. Built-in patterns register themselves exactly like plugins."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from design_space.errors import SpecError
+from design_space.model import WorkloadCost
+from design_space.point import DesignPoint
+from design_space.spec import DType
+
+
+@dataclass(frozen=True)
+class Pattern:
+    name: str
+    description: str
+    dims: tuple[str, ...]  # order of ctx.dims[]
+    inputs: tuple[str, ...]  # order of ctx.in[]
+    outputs: tuple[str, ...]  # order of ctx.out[]
+    supported: Mapping[str, tuple]  # dimension -> values this family's templates render
+    cost: Callable[[Mapping[str, int], int, DType], WorkloadCost]
+    dim_problems: Callable[[Mapping[str, int], int], list[str]]  # why dims don't fit a world size
+    symm_bytes: Callable[[Mapping[str, int], int, DType], int]
+    render: Callable[[DesignPoint], str]
+    notes: tuple[str, ...] = field(default=())
+
+
+_PATTERNS: dict[str, Pattern] = {}
+
+
+def register_pattern(pattern: Pattern) -> None:
+    _PATTERNS[pattern.name] = pattern
+
+
+def get_pattern(name: str) -> Pattern:
+    try:
+        return _PATTERNS[name]
+    except KeyError:
+        raise SpecError(
+            f"unknown pattern {name!r}", f"use one of: {', '.join(sorted(_PATTERNS)) or '(none registered)'}"
+        ) from None
+
+
+def pattern_names() -> tuple[str, ...]:
+    return tuple(sorted(_PATTERNS))

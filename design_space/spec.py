@@ -1,0 +1,123 @@
+"""``KernelSpec``: what a user asks cuco to build, with its reference and shape sweep."""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+from typing import Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+_CALLABLE = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+
+
+class DType(str, Enum):
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP32 = "fp32"
+
+    @property
+    def itemsize(self) -> int:
+        return 4 if self is DType.FP32 else 2
+
+    @property
+    def code(self) -> int:
+        """The value of ``CUCO_DTYPE`` in generated code (see evaluator/runtime/cuco_ctx.h)."""
+        return {DType.FP32: 0, DType.FP16: 1, DType.BF16: 2}[self]
+
+
+class Tolerance(BaseModel):
+    model_config = _FROZEN
+    atol: float = Field(gt=0)
+    rtol: float = Field(ge=0)
+
+
+DEFAULT_TOLERANCES: dict[DType, Tolerance] = {
+    DType.FP32: Tolerance(atol=1e-4, rtol=1e-4),
+    DType.FP16: Tolerance(atol=1e-2, rtol=1e-2),
+    DType.BF16: Tolerance(atol=2e-2, rtol=2e-2),
+}
+
+
+class ShapeCase(BaseModel):
+    """One point of the shape sweep: named global problem dimensions (pattern-defined)."""
+
+    model_config = _FROZEN
+    name: str = Field(pattern=r"^[\w.-]+$")
+    dims: dict[str, int]
+
+    @field_validator("dims")
+    @classmethod
+    def _positive(cls, v: dict[str, int]) -> dict[str, int]:
+        bad = [k for k, x in v.items() if x <= 0]
+        if bad:
+            raise ValueError(f"dimensions must be positive, got {', '.join(f'{k}={v[k]}' for k in bad)}")
+        return v
+
+
+class KernelSpec(BaseModel):
+    model_config = _FROZEN
+
+    name: str = Field(pattern=r"^[A-Za-z_][\w-]*$")
+    pattern: str
+    description: str = ""
+    world_sizes: tuple[int, ...] = (2, 4, 8)
+    shapes: tuple[ShapeCase, ...]
+    primary_shape: Optional[str] = None  # headline shape; default: the last (largest) one
+    emulation_shapes: tuple[ShapeCase, ...]
+    emulation_world_sizes: tuple[int, ...] = (2, 4)
+    dtypes: tuple[DType, ...] = (DType.BF16,)
+    reference: str  # "module:function" (torch + torch.distributed)
+    inputs: str  # "module:function" building one rank's inputs
+    search_path: tuple[str, ...] = ()  # folders put on sys.path to import reference/inputs
+    tolerances: dict[DType, Tolerance] = Field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
+    hardware: str = "H100"
+    seed_kernel: Optional[str] = None  # host-driven .cu for the fast path
+    restrictions: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+
+    @field_validator("reference", "inputs")
+    @classmethod
+    def _callable_ref(cls, v: str) -> str:
+        if not _CALLABLE.match(v):
+            raise ValueError(f"expected 'module:function', got {v!r}")
+        return v
+
+    @field_validator("world_sizes", "emulation_world_sizes")
+    @classmethod
+    def _worlds(cls, v: tuple[int, ...]) -> tuple[int, ...]:
+        if not v or any(w < 1 or w > 32 for w in v):
+            raise ValueError(f"world sizes must be 1..32 and non-empty, got {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "KernelSpec":
+        if not self.shapes or not self.emulation_shapes:
+            raise ValueError("shapes and emulation_shapes must each list at least one ShapeCase")
+        if not self.dtypes:
+            raise ValueError("dtypes must list at least one dtype")
+        names = [s.name for s in self.shapes]
+        if len(set(names)) != len(names):
+            raise ValueError(f"shape names must be unique, got {names}")
+        if self.primary_shape is not None and self.primary_shape not in names:
+            raise ValueError(f"primary_shape {self.primary_shape!r} is not one of {names}")
+        missing = [d.value for d in self.dtypes if d not in self.tolerances]
+        if missing:
+            raise ValueError(f"no tolerance for dtype(s) {missing}")
+        return self
+
+    @property
+    def dtype(self) -> DType:
+        """The dtype candidates are built, emulated and timed in."""
+        return self.dtypes[0]
+
+    @property
+    def headline(self) -> ShapeCase:
+        if self.primary_shape is None:
+            return self.shapes[-1]
+        return next(s for s in self.shapes if s.name == self.primary_shape)
+
+    @property
+    def target_world(self) -> int:
+        """The world size the model scores (the largest requested)."""
+        return max(self.world_sizes)

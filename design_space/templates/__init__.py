@@ -1,0 +1,3 @@
+"""Template families, one module per fusion pattern; importing registers them."""
+
+from design_space.templates import allgather_gemm  # noqa: F401  (registers the pattern)

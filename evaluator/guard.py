@@ -1,0 +1,183 @@
+"""Guard stage: static checks, each finding with a written reason. Cheapest stage, run first.
+
+Checks: evolve-block markers and frozen regions against the parent, the host entry point,
+banned calls (processes, files, network, environment, dynamic loading, device reset, timer
+reads used to fake timing), allowed includes, and that the declared design point matches the
+code.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+from design_space.candidate import EVOLVE_END, EVOLVE_START
+from design_space.dimensions import Issuer, Placement, SyncScope
+from design_space.point import DesignPoint
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    reason: str
+    line: int = 0
+
+    def __str__(self) -> str:
+        return f"[{self.rule}]{f' line {self.line}' if self.line else ''}: {self.reason}"
+
+
+_BANNED: dict[str, tuple[str, ...]] = {
+    "process control": ("system", "popen", "fork", "vfork", "execl", "execlp", "execle", "execv", "execvp", "execve",
+                        "posix_spawn", "kill", "raise", "abort", "exit", "_exit", "pthread_create", "syscall"),
+    "file access": ("fopen", "freopen", "open", "openat", "creat", "remove", "unlink", "rename", "mkdir", "rmdir",
+                    "ofstream", "ifstream", "fstream", "chmod", "truncate"),
+    "network access": ("socket", "connect", "bind", "listen", "accept", "getaddrinfo", "gethostbyname", "sendto",
+                       "recvfrom"),
+    "environment access": ("getenv", "secure_getenv", "setenv", "putenv", "unsetenv", "environ"),
+    "dynamic loading": ("dlopen", "dlsym", "dlmopen", "cuModuleLoad", "cuModuleLoadData", "cuLibraryLoadData"),
+    "device reset or global device state": ("cudaDeviceReset", "cudaSetDevice", "cudaDeviceSetLimit",
+                                            "cudaProfilerStart", "cudaProfilerStop"),
+    "timer reads (the harness owns timing)": ("clock", "clock64", "clock_gettime", "gettimeofday", "time",
+                                              "cudaEventElapsedTime", "rdtsc", "__rdtsc",
+                                              "steady_clock", "system_clock", "high_resolution_clock"),
+    "memory mapping": ("mmap", "munmap", "mprotect", "shm_open"),
+}
+_ALLOWED_INCLUDES = {"cuco_comm.h", "cuco_ctx.h", "cuco_types.h", "cuda_runtime.h", "cuda.h", "cuda_fp16.h",
+                     "cuda_bf16.h", "stdint.h", "cstdint", "stddef.h", "cstddef", "math.h", "cmath", "float.h",
+                     "cfloat", "limits.h", "climits", "cuda/atomic", "mma.h", "cooperative_groups.h"}
+_ENTRY = re.compile(r'extern\s+"C"\s+int\s+cuco_run\s*\(\s*const\s+cuco_ctx\s*\*\s*\w*\s*,\s*cudaStream_t\s*\w*\s*\)')
+_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
+
+
+_COMMENT = r"//[^\n]*|/\*[\s\S]*?\*/"
+_STRING = r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\''
+
+
+def strip_comments_and_strings(src: str, strings: bool = True) -> str:
+    """Blank out comments (and string literals), keeping line numbers."""
+    def blank(m: re.Match) -> str:
+        return m.group(0) if not strings and not m.group(0).startswith("/") else re.sub(r"[^\n]", " ", m.group(0))
+    return re.sub(f"{_COMMENT}|{_STRING}", blank, src)
+
+
+def _line(src: str, pos: int) -> int:
+    return src.count("\n", 0, pos) + 1
+
+
+def evolve_regions(src: str) -> tuple[list[tuple[int, int]], Optional[str]]:
+    """Spans of the evolve blocks (marker lines excluded) or an error message."""
+    spans, start = [], None
+    for m in re.finditer(rf"{EVOLVE_START}|{EVOLVE_END}", src):
+        if m.group(0) == EVOLVE_START:
+            if start is not None:
+                return [], f"nested {EVOLVE_START} at line {_line(src, m.start())}"
+            start = src.index("\n", m.end()) + 1 if "\n" in src[m.end():] else len(src)
+        else:
+            if start is None:
+                return [], f"{EVOLVE_END} without a start at line {_line(src, m.start())}"
+            spans.append((start, src.rfind("\n", 0, m.start()) + 1))
+            start = None
+    if start is not None:
+        return [], f"{EVOLVE_START} is never closed"
+    return spans, None
+
+
+def frozen_text(src: str) -> Optional[str]:
+    """The source with evolve-block contents removed (what mutation must leave alone)."""
+    spans, err = evolve_regions(src)
+    if err:
+        return None
+    parts, last = [], 0
+    for a, b in spans:
+        parts.append(src[last:a])
+        last = b
+    parts.append(src[last:])
+    return "\n".join(ln.rstrip() for ln in "".join(parts).splitlines())
+
+
+def _markers(src: str, parent: Optional[str]) -> list[Finding]:
+    spans, err = evolve_regions(src)
+    if err:
+        return [Finding("evolve_markers", err)]
+    if not spans:
+        return [Finding("evolve_markers", f"no {EVOLVE_START}/{EVOLVE_END} block: mutation would have nothing to change")]
+    if parent is not None and frozen_text(parent) is not None and frozen_text(src) != frozen_text(parent):
+        return [Finding("frozen_region_changed", "code outside the evolve blocks differs from the parent's; "
+                         "only evolve-block contents may change")]
+    return []
+
+
+_CATEGORY = {name: category for category, names in _BANNED.items() for name in names}
+# One pass over the code: a banned name used as a call, a type (ofstream f) or a scope (std::...::).
+_BANNED_RE = re.compile(r"(?<![\w.])(" + "|".join(sorted(map(re.escape, _CATEGORY), key=len, reverse=True))
+                        + r")\b(\s*\(|\s+\w|\s*::)?")
+_CALL_ONLY = {"time", "clock", "raise", "exit", "kill", "open", "remove", "rename", "bind", "listen", "accept",
+              "connect", "system"}
+
+
+def _banned(code: str, with_strings: str) -> list[Finding]:
+    found = []
+    for m in _BANNED_RE.finditer(code):
+        name, use = m.group(1), (m.group(2) or "").strip()
+        if name != "environ" and (not use or (name in _CALL_ONLY and use != "(")):
+            continue
+        found.append(Finding("banned_call", f"{name}: {_CATEGORY[name]} is not allowed in a candidate",
+                             _line(code, m.start())))
+    for m in re.finditer(r"%%?(globaltimer|clock64|clock)\b", with_strings):
+        found.append(Finding("banned_call", f"inline asm reading %{m.group(1)}: the harness owns timing",
+                             _line(with_strings, m.start())))
+    return found
+
+
+def _includes(src: str) -> list[Finding]:
+    return [Finding("include_not_allowed", f"#include <{m.group(1)}>: candidates may use only CUDA and cuco headers",
+                    _line(src, m.start()))
+            for m in _INCLUDE.finditer(src) if m.group(1) not in _ALLOWED_INCLUDES]
+
+
+def _uses(code: str, name: str) -> bool:
+    return re.search(rf"\b{name}\b", code) is not None
+
+
+def _point(code: str, point: DesignPoint) -> list[Finding]:
+    out = []
+
+    def need(cond: bool, rule: str, reason: str) -> None:
+        if not cond:
+            out.append(Finding(rule, f"declared {point.key()} but {reason}"))
+
+    launches = len(re.findall(r"<<<", code))
+    side = _uses(code, "cudaStreamWaitEvent")
+    if point.placement is Placement.FUSED_PERSISTENT:
+        need(launches == 1, "point_placement", f"fused_persistent must launch one kernel, found {launches} launch sites")
+    elif point.placement is Placement.SEQUENTIAL:
+        need(not side, "point_placement", "sequential code must not fork a second stream")
+    else:
+        need(side, "point_placement", f"{point.placement.value} needs a second stream joined by cudaStreamWaitEvent")
+    if point.sync_scope is SyncScope.GLOBAL_BARRIER:
+        need(_uses(code, "cuco_barrier"), "point_sync_scope", "global_barrier code never calls cuco_barrier")
+    else:
+        need(_uses(code, "cuco_wait") and _uses(code, "cuco_signal_add"), "point_sync_scope",
+             f"{point.sync_scope.value} code must signal (cuco_signal_add) and wait (cuco_wait)")
+    puts = {i for i in (Issuer.THREAD, Issuer.WARP, Issuer.CTA) if _uses(code, f"cuco_put_{i.value}")}
+    if puts and point.issuer in (Issuer.THREAD, Issuer.WARP, Issuer.CTA):
+        need(point.issuer in puts, "point_issuer", f"the code puts with {sorted(i.value for i in puts)}")
+    for macro, value in (("CHUNK_BYTES", point.chunk_bytes), ("COMM_CTAS", point.comm_ctas)):
+        m = re.search(rf"#\s*define\s+{macro}\s+\(?(\d+)", code)
+        if m and int(m.group(1)) != value:
+            out.append(Finding(f"point_{macro.lower()}", f"declared {macro}={value} but the code defines {m.group(1)}"))
+    return out
+
+
+def check(source: str, *, point: Optional[DesignPoint] = None, parent_source: Optional[str] = None) -> list[Finding]:
+    """All findings; an empty list means the candidate may go on to the build."""
+    code = strip_comments_and_strings(source)
+    with_strings = strip_comments_and_strings(source, strings=False)
+    findings = _markers(source, parent_source) + _includes(source) + _banned(code, with_strings)
+    if not _ENTRY.search(with_strings):
+        findings.append(Finding("entry_point", 'missing `extern "C" int cuco_run(const cuco_ctx* ctx, '
+                                "cudaStream_t stream)`"))
+    if point is not None:
+        findings += _point(code, point)
+    return findings

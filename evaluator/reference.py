@@ -1,0 +1,121 @@
+"""Run a spec's reference on gloo once per (world size, shape, trial) and cache the data.
+
+The reference runs in its own processes, before and apart from any candidate: a candidate
+only ever receives input files, never the reference or its outputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from design_space.errors import SpecError
+from design_space.evaluation import trim_log
+from design_space.patterns import Pattern
+from design_space.spec import KernelSpec, ShapeCase
+
+REFERENCE_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class TensorFile:
+    path: Path
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class RankData:
+    inputs: tuple[TensorFile, ...]  # in the pattern's ctx.in[] order
+    outputs: tuple[TensorFile, ...]  # in the pattern's ctx.out[] order
+
+
+@dataclass(frozen=True)
+class ReferenceCase:
+    world: int
+    shape: ShapeCase
+    trial: int
+    ranks: tuple[RankData, ...]
+
+
+def _fingerprint(spec: KernelSpec, world: int, cases: Sequence[ShapeCase], seeds: Sequence[int]) -> str:
+    h = hashlib.sha256(json.dumps([spec.model_dump(mode="json"), world, [c.model_dump() for c in cases],
+                                   list(seeds)], sort_keys=True).encode())
+    for folder in spec.search_path:  # the reference's own code is part of its identity
+        for f in sorted(Path(folder).glob("*.py")):
+            h.update(f.read_bytes())
+    return h.hexdigest()[:20]
+
+
+def _run_world(spec: KernelSpec, world: int, cases: Sequence[ShapeCase], seeds: Sequence[int], out: Path) -> None:
+    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    job = {"world": world, "init_file": str(tmp / "pg_init"), "inputs": spec.inputs, "reference": spec.reference,
+           "search_path": list(spec.search_path), "dtype": spec.dtype.value, "out_dir": str(tmp),
+           "cases": [c.model_dump() for c in cases], "seeds": list(seeds)}
+    (tmp / "job.json").write_text(json.dumps(job))
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "evaluator.reference_worker", str(tmp / "job.json")],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        out_b, _ = proc.communicate(timeout=REFERENCE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.communicate()
+        raise SpecError(f"the reference of {spec.name} did not finish in {REFERENCE_TIMEOUT_S:.0f} s at "
+                        f"world size {world}", "check the reference for a missing collective on some rank") from None
+    if proc.returncode != 0:
+        raise SpecError(f"the reference or input builder of {spec.name} failed at world size {world}: "
+                        + trim_log(out_b.decode(errors="replace"), 1500).replace("\n", " | "),
+                        f"run `{spec.reference}` by hand on gloo and fix the error")
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.replace(out)
+
+
+def _load(pattern: Pattern, world: int, folder: Path, cases: Sequence[ShapeCase]) -> list[ReferenceCase]:
+    by_rank = [json.loads((folder / f"index_r{r}.json").read_text()) for r in range(world)]
+    result = []
+    for i, entry in enumerate(by_rank[0]):
+        case = next(c for c in cases if c.name == entry["case"])
+        ranks = []
+        for r in range(world):
+            e = by_rank[r][i]
+            base = folder / e["folder"]
+
+            def files(kind: str, names: Sequence[str]) -> tuple[TensorFile, ...]:
+                missing = [n for n in names if n not in e[kind]]
+                if missing:
+                    raise SpecError(f"the {kind} of {pattern.name} must be named {list(names)}; missing {missing}",
+                                    f"return a dict with keys {list(names)} from the spec's function")
+                return tuple(TensorFile(base / e[kind][n]["file"], tuple(e[kind][n]["shape"]), e[kind][n]["dtype"],
+                                        e[kind][n]["nbytes"]) for n in names)
+
+            ranks.append(RankData(inputs=files("inputs", pattern.inputs), outputs=files("outputs", pattern.outputs)))
+        result.append(ReferenceCase(world=world, shape=case, trial=entry["trial"], ranks=tuple(ranks)))
+    return result
+
+
+def prepare(spec: KernelSpec, pattern: Pattern, cache_root: Path, *, worlds: Sequence[int],
+            cases: Sequence[ShapeCase], seeds: Sequence[int] = (0,)) -> list[ReferenceCase]:
+    """Reference data for every (world, case, seed); computed once, then read from ``cache_root``."""
+    out: list[ReferenceCase] = []
+    for world in worlds:
+        for case in cases:
+            problems = pattern.dim_problems(case.dims, world)
+            if problems:
+                raise SpecError(f"emulation shape {case.name!r} does not fit world size {world}: "
+                                + "; ".join(problems), "change the spec's emulation_shapes or emulation_world_sizes")
+        folder = cache_root / f"w{world}-{_fingerprint(spec, world, cases, seeds)}"
+        if not all((folder / f"index_r{r}.json").is_file() for r in range(world)):
+            _run_world(spec, world, cases, seeds, folder)
+        out.extend(_load(pattern, world, folder, cases))
+    return out

@@ -1,0 +1,92 @@
+"""A reference run: ``python -m evaluator.reference_worker JOB``.
+
+Imports torch once, then forks one process per rank (cheaper than importing torch per rank on
+a 2-core machine). Each rank builds its inputs with the spec's input builder, runs the spec's torch +
+torch.distributed reference on gloo, and writes inputs and outputs as raw little-endian
+bytes plus a JSON index. Runs in its own process, apart from any candidate.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+
+TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def load_callable(ref: str, search_path: list[str]):
+    for p in reversed(search_path):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _save(tensor, path: Path) -> dict:
+    t = tensor.detach().contiguous().cpu()
+    t.reshape(-1).view(__import__("torch").uint8).numpy().tofile(path)
+    return {"file": path.name, "shape": list(t.shape), "dtype": str(t.dtype).replace("torch.", ""),
+            "nbytes": t.numel() * t.element_size()}
+
+
+def run(job: dict, rank: int) -> None:
+    import torch
+    import torch.distributed as dist
+
+    world = job["world"]
+    dist.init_process_group("gloo", init_method=f"file://{job['init_file']}", rank=rank, world_size=world)
+    try:
+        make_inputs = load_callable(job["inputs"], job["search_path"])
+        reference = load_callable(job["reference"], job["search_path"])
+        dtype = getattr(torch, TORCH_DTYPES[job["dtype"]])
+        index = []
+        for case in job["cases"]:
+            for trial, seed in enumerate(job["seeds"]):
+                gen = torch.Generator().manual_seed(seed * 1009 + rank)
+                inputs = make_inputs(dict(case["dims"]), rank, world, dtype, gen)
+                outputs = reference(dict(inputs), dict(case["dims"]), dist.group.WORLD)
+                folder = Path(job["out_dir"]) / f"{case['name']}" / f"t{trial}"
+                folder.mkdir(parents=True, exist_ok=True)
+                index.append({
+                    "case": case["name"], "trial": trial, "rank": rank,
+                    "inputs": {k: _save(v, folder / f"r{rank}_in_{k}.bin") for k, v in inputs.items()},
+                    "outputs": {k: _save(v, folder / f"r{rank}_out_{k}.bin") for k, v in outputs.items()},
+                    "folder": str(folder.relative_to(job["out_dir"])),
+                })
+        (Path(job["out_dir"]) / f"index_r{rank}.json").write_text(json.dumps(index))
+    finally:
+        dist.destroy_process_group()
+
+
+def main(job: dict) -> int:
+    """Fork the ranks; the exit status is non-zero when any rank failed."""
+    import traceback
+
+    import torch  # noqa: F401  (imported before fork so every rank shares it)
+
+    pids = []
+    for rank in range(job["world"]):
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                run(job, rank)
+            except BaseException:  # report everything the user's code raises, then exit
+                traceback.print_exc()
+                code = 1
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        pids.append(pid)
+    failed = 0
+    for pid in pids:
+        _, status = os.waitpid(pid, 0)
+        failed |= status != 0
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(json.loads(Path(sys.argv[1]).read_text())))

@@ -1,0 +1,207 @@
+// cuco CPU emulator: the harness executable. `emu MANIFEST` runs a candidate's cuco_run on
+// `world` ranks (forked processes) over one shared arena and writes each rank's outputs.
+//
+// Exit codes: 0 ok, 2 a rank crashed, 3 deadlock, 4 cuco_run / CUDA error, 5 bad manifest or
+// harness error, 6 not emulatable. Diagnostics go to stderr, one summary line to stdout.
+// There is no wall-clock limit here: the Python sandbox that runs `emu` owns timeouts.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <string>
+#include <vector>
+#include "emu_internal.h"
+#include "harness.h"
+#include "manifest.h"
+
+extern "C" int cuco_run(const cuco_ctx* ctx, cudaStream_t stream);
+
+namespace cuco_emu {
+namespace {
+
+struct RankRun {
+  const Manifest* m;
+  Arena* arena;
+  int rank;
+  cuco_ctx ctx;
+  uint64_t barrier_gen;
+};
+
+// All ranks meet here; runs in the host fiber, so waiting lets leftover kernel work go on.
+void harness_barrier(RankRun& run, const char* what) {
+  SharedHeader* h = run.arena->header;
+  const uint64_t target = (uint64_t)run.m->world * ++run.barrier_gen;
+  __atomic_add_fetch(&h->barrier_count, 1, __ATOMIC_ACQ_REL);
+  uint64_t have;
+  while ((have = __atomic_load_n(&h->barrier_count, __ATOMIC_ACQUIRE)) < target)
+    cuco_emu_block_wait(what, -1, have, target);
+}
+
+// Rank r starts iteration e only after rank r-1 has started it and handed the baton on, i.e.
+// is done with it or fully blocked: rank 0 always runs ahead, the same way on every run.
+void rank_gate(RankRun& run, uint64_t epoch) {
+  SharedHeader* h = run.arena->header;
+  if (run.rank > 0) {
+    const uint64_t* prev = &h->ranks[run.rank - 1].epoch_started;
+    uint64_t have;
+    while ((have = __atomic_load_n(prev, __ATOMIC_ACQUIRE)) < epoch)
+      cuco_emu_block_wait("rank gating", run.rank - 1, have, epoch);
+  }
+  __atomic_store_n(&h->ranks[run.rank].epoch_started, epoch, __ATOMIC_RELEASE);
+}
+
+void write_outputs(RankRun& run) {
+  for (const IoSpec& o : run.m->outputs) {
+    if (o.rank != run.rank) continue;
+    FILE* f = fopen(o.path.c_str(), "wb");
+    if (!f || fwrite(run.ctx.out[o.slot], 1, o.nbytes, f) != o.nbytes || fclose(f) != 0)
+      fail(5, "emu: rank %d cannot write output %d to %s", run.rank, o.slot, o.path.c_str());
+  }
+}
+
+void harness_host(void* arg) {
+  RankRun& run = *static_cast<RankRun*>(arg);
+  cudaStream_t stream;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  for (int it = 1; it <= run.m->iterations; ++it) {
+    harness_barrier(run, "harness barrier (previous iteration done)");
+    run.arena->poison_rank(run.rank);  // outputs, symmetric buffer and workspace
+    harness_barrier(run, "harness barrier (buffers poisoned)");
+    rank_gate(run, (uint64_t)it);
+    run.ctx.epoch = (uint64_t)it;
+    const int rc = cuco_run(&run.ctx, stream);
+    if (rc != 0)
+      fail(4, "error: rank %d cuco_run returned %d in iteration %d (last CUDA error: %s)", run.rank, rc, it,
+           cudaGetErrorString(cudaPeekAtLastError()));
+    const cudaError_t e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess) fail(4, "error: rank %d cudaStreamSynchronize: %s", run.rank, cudaGetErrorString(e));
+    if (cudaPeekAtLastError() != cudaSuccess)
+      fprintf(stderr, "warning: rank %d: CUDA error pending after cuco_run: %s\n", run.rank,
+              cudaGetErrorString(cudaPeekAtLastError()));
+  }
+  // Right after the stream sync: work on streams that cuco_run never joined is not waited for.
+  write_outputs(run);
+  harness_barrier(run, "harness barrier (exit)");
+  run.arena->header->ranks[run.rank].done_ok = 1;
+}
+
+[[noreturn]] void child_main(const Manifest& m, Arena& arena, int rank, pid_t parent) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(5);
+  install_crash_handler(rank, arena.regions.data(), (int)arena.regions.size(), arena.page);
+  start_runaway_watchdog(rank, m.runaway_seconds);
+  set_num_sms(m.num_sms);
+  set_thread_stack_bytes(m.stack_kib * 1024);
+  static RankRun run;
+  run.m = &m;
+  run.arena = &arena;
+  run.rank = rank;
+  run.barrier_gen = 0;
+  arena.fill_ctx(rank, m, &run.ctx);
+  sched_start_host(harness_host, &run);
+  rank_main_loop(arena.header, rank);
+}
+
+struct Outcome {
+  int code = 0;
+  std::string why;
+};
+
+// Collect the children; the first failure decides the exit code and the others are killed
+// (they may wait forever on the failed rank). After a deadlock the others get 2 s to print.
+Outcome wait_children(const std::vector<pid_t>& pids, SharedHeader* h) {
+  Outcome out;
+  std::vector<bool> alive(pids.size(), true), killed(pids.size(), false);
+  size_t remaining = pids.size();
+  int64_t deadline = 0;
+  while (remaining) {
+    int st = 0;
+    const pid_t p = waitpid(-1, &st, deadline ? WNOHANG : 0);
+    if (p == 0) {
+      if (monotonic_ns() > deadline)
+        for (size_t r = 0; r < pids.size(); ++r)
+          if (alive[r] && !killed[r]) killed[r] = kill(pids[r], SIGKILL) == 0;
+      usleep(5000);
+      continue;
+    }
+    if (p < 0) break;
+    size_t r = 0;
+    while (r < pids.size() && pids[r] != p) ++r;
+    if (r == pids.size()) continue;
+    alive[r] = false;
+    --remaining;
+    if (killed[r]) continue;
+    int code = 0;
+    char why[160] = "";
+    if (WIFSIGNALED(st)) {
+      code = 2;
+      snprintf(why, sizeof why, "rank %zu crashed (%s)", r, strsignal(WTERMSIG(st)));
+    } else if (WEXITSTATUS(st) != 0) {
+      const int c = WEXITSTATUS(st);
+      code = (c >= 3 && c <= 6) ? c : 4;
+      snprintf(why, sizeof why, c == 3 ? "deadlock (reported by rank %zu)" : "rank %zu failed with exit code %d", r, c);
+    } else if (!h->ranks[r].done_ok) {
+      code = 4;
+      snprintf(why, sizeof why, "rank %zu exited before finishing its iterations", r);
+    }
+    if (code == 0 || out.code != 0) continue;
+    out.code = code;
+    out.why = why;
+    if (code == 3) {
+      deadline = monotonic_ns() + 2000000000LL;
+    } else {
+      for (size_t k = 0; k < pids.size(); ++k)
+        if (alive[k]) killed[k] = kill(pids[k], SIGKILL) == 0;
+    }
+  }
+  return out;
+}
+}  // namespace
+}  // namespace cuco_emu
+
+int main(int argc, char** argv) {
+  using namespace cuco_emu;
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s MANIFEST\n", argv[0]);
+    return 5;
+  }
+  const int64_t t0 = monotonic_ns();
+  static Manifest m;
+  std::string err;
+  if (!parse_manifest(argv[1], &m, &err)) {
+    fprintf(stderr, "emu: bad manifest: %s\n", err.c_str());
+    printf("emu: failed code=5: bad manifest\n");
+    return 5;
+  }
+  static Arena arena;
+  if (!arena.build(m, &err)) {
+    fprintf(stderr, "emu: %s\n", err.c_str());
+    printf("emu: failed code=5: harness error\n");
+    return 5;
+  }
+  fflush(stdout);
+  fflush(stderr);
+  const pid_t parent = getpid();
+  std::vector<pid_t> pids;
+  for (int r = 0; r < m.world; ++r) {
+    const pid_t p = fork();
+    if (p == 0) child_main(m, arena, r, parent);
+    if (p < 0) {
+      for (pid_t q : pids) kill(q, SIGKILL);
+      fprintf(stderr, "emu: fork failed\n");
+      return 5;
+    }
+    pids.push_back(p);
+  }
+  const Outcome out = wait_children(pids, arena.header);
+  const double secs = (monotonic_ns() - t0) / 1e9;
+  if (out.code == 0) {
+    printf("emu: ok world=%d iterations=%d seconds=%.3f\n", m.world, m.iterations, secs);
+  } else {
+    fprintf(stderr, "emu: %s\n", out.why.c_str());
+    printf("emu: failed code=%d: %s\n", out.code, out.why.c_str());
+  }
+  return out.code;
+}

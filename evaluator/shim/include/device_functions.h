@@ -1,0 +1,2 @@
+// cuco CPU emulator: everything lives in cuda_runtime.h.
+#include "cuda_runtime.h"

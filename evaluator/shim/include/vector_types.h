@@ -1,0 +1,1 @@
+#include "cuco_emu_defs.h"

@@ -1,0 +1,61 @@
+"""Every valid design point of the all-gather+GEMM family builds (nvcc, sm_90, nccl backend) and
+passes emulation at 2 and 4 ranks; CI checks a seeded sample, scripts/check_all_points.py all.
+Removing a wait or barrier fails emulation, every time."""
+
+import os
+
+import pytest
+
+import design_space as ds
+from cuco.family_check import check_family
+
+SAMPLE = int(os.environ.get("CUCO_FAMILY_SAMPLE", "10"))
+SEED = int(os.environ.get("CUCO_FAMILY_SEED", "2026"))
+PATTERN = ds.get_pattern("allgather_gemm")
+
+
+def test_seeded_sample_of_the_family_builds_and_emulates(example_spec, shared_cache):
+    report = check_family(example_spec, shared_cache, sample=SAMPLE, seed=SEED, workers=2)
+    assert report.total_valid == len(ds.valid_points(PATTERN, ds.get_profile("H100")))
+    assert len(report.results) == SAMPLE
+    assert report.failures == [], [f"{r.point.key()}: {r.status.value} {r.reason}" for r in report.failures]
+
+
+def _drop_lines(src: str, *needles: str) -> str:
+    out = [ln for ln in src.splitlines() if not any(n in ln for n in needles)]
+    assert len(out) < len(src.splitlines()), f"mutation found nothing to remove: {needles}"
+    return "\n".join(out) + "\n"
+
+
+# (point, what to remove): every placement x sync scope the family renders
+MUTATIONS = [
+    ("lsa/sequential/global_barrier/cta/4K/2", ("barrier_kernel<<<",)),
+    ("lsa/stream_overlap/global_barrier/warp/4K/8", ("barrier_kernel<<<",)),
+    ("lsa/stream_overlap/global_barrier/warp/4K/8", ("cudaStreamWaitEvent(stream, g_join, 0);  // wait late",)),
+    ("lsa/stream_overlap/per_peer_signal/warp/64K/2", ("cuco_wait(",)),
+    ("lsa/stream_overlap/per_tile_signal/thread/4K/1", ("cuco_wait(",)),
+    ("lsa/split_put_wait/global_barrier/cta/16K/4", ("barrier_kernel<<<",)),
+    ("lsa/split_put_wait/per_peer_signal/cta/16K/8", ("cuco_wait(",)),
+    ("lsa/split_put_wait/per_tile_signal/warp/4K/8", ("cuco_wait(",)),
+    ("lsa/fused_persistent/per_peer_signal/cta/4K/1", ("cuco_wait(",)),
+    ("lsa/fused_persistent/per_tile_signal/warp/4K/4", ("cuco_wait(",)),
+]
+
+
+@pytest.mark.parametrize("key, needles", MUTATIONS, ids=[f"{k}-{n[0][:20]}" for k, n in MUTATIONS])
+def test_removing_synchronisation_fails_emulation(example_evaluator, key, needles):
+    point = ds.DesignPoint.parse_key(key)
+    intact = ds.Candidate(origin=ds.Origin(kind="template"), source=PATTERN.render(point), point=point)
+    assert example_evaluator.evaluate(intact).status is ds.Status.OK
+    broken = ds.Candidate(origin=ds.Origin(kind="manual"), source=_drop_lines(intact.source, *needles))
+    ev = example_evaluator.evaluate(broken)
+    assert ev.status is ds.Status.WRONG_RESULT, ev.reason
+    assert any(c.unwritten > 0 for c in ev.checks if not c.ok)
+
+
+def test_a_missing_wait_fails_every_time(example_evaluator):
+    point = ds.DesignPoint.parse_key("lsa/fused_persistent/per_tile_signal/cta/4K/2")
+    broken = _drop_lines(PATTERN.render(point), "cuco_wait(")
+    statuses = {example_evaluator.evaluate(ds.Candidate(origin=ds.Origin(kind="manual"), source=broken)).status
+                for _ in range(10)}
+    assert statuses == {ds.Status.WRONG_RESULT}
