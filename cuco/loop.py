@@ -172,7 +172,7 @@ class _Loop:
                 count -= int(self.store.add_candidate(self.name, cand))
         if count <= 0:
             return
-        history = [(c, self.store.evaluation(c.id)) for c in self.store.candidates(self.name)]
+        history = self.store.leaderboard(self.name)
         request = ProposalRequest(spec=self.spec, pattern=self.pattern, hardware=self.hardware, generation=gen,
                                   count=count, seed=self.options.seed, history=history,
                                   known_hashes=frozenset(c.content_hash for c, _ in history))
@@ -181,9 +181,10 @@ class _Loop:
 
     def _evaluate_all(self, pending: list[Candidate]) -> bool:
         """Evaluate in parallel, storing each result as it lands; False if stopped by --max-wall."""
-        with ThreadPoolExecutor(max_workers=self.options.workers) as pool:
-            futures: dict[Future, Candidate] = {}
-            queue = list(pending)
+        pool = ThreadPoolExecutor(max_workers=self.options.workers)
+        futures: dict[Future, Candidate] = {}
+        queue = list(pending)
+        try:
             while queue or futures:
                 while queue and len(futures) < self.options.workers and not self._deadline_passed():
                     cand = queue.pop(0)
@@ -198,7 +199,11 @@ class _Loop:
                     self.evaluated += 1
                     self.emit(Event("evaluated", evaluation.status.value, candidate=cand, evaluation=evaluation,
                                     generation=cand.generation))
-        return True
+            return True
+        finally:
+            # On Ctrl-C or a fault do not wait for in-flight stages (their sandboxes time out on
+            # their own); what was not stored is evaluated again on resume.
+            pool.shutdown(wait=not futures, cancel_futures=True)
 
     def close(self) -> None:
         self.store.close()

@@ -68,7 +68,8 @@ def build(source: str, *, arch: str, comm_backend: str, dtype_code: int, tc: Too
     work_dir.mkdir(parents=True, exist_ok=True)
     (work_dir / "candidate.cu").write_text(source)
     res = sandbox.run([str(tc.nvcc), *flags, "-o", "candidate.cubin", "candidate.cu"], workdir=work_dir,
-                      limits=sandbox.Limits(wall_s=timeout_s))
+                      limits=sandbox.Limits(wall_s=timeout_s, cpu_s=int(timeout_s) + 10,
+                                            address_space_bytes=16 << 30))
     ok = res.returncode == 0 and not res.timed_out
     log = trim_log(res.output + ("\n(nvcc timed out)" if res.timed_out else ""))
     stats = BuildStats(arch=arch, comm_backend=comm_backend, kernels=parse_ptxas(res.output) if ok else (),

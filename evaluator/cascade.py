@@ -109,7 +109,8 @@ class Evaluator:
         t = time.monotonic()
         timings = self.simulate(cand)
         seconds["simulate"] = time.monotonic() - t
-        flags = ["memory_ordering_unchecked (CPU emulation)"]
+        flags = ["memory_ordering_unchecked (CPU emulation)",
+                 "network_isolated" if emu.network_isolated else "network_not_isolated (no private namespace)"]
         if not timings:
             flags.append("no_declared_point: not simulated")
         if any(tm.sol_fraction > SOL_SUSPECT for tm in timings):

@@ -5,7 +5,6 @@ catch memory-ordering bugs (x86 is stronger than the GPU memory model)."""
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -17,7 +16,7 @@ from design_space.evaluation import RankCheck, Status, Tier, trim_log
 from design_space.patterns import Pattern
 from design_space.spec import KernelSpec
 from evaluator import sandbox, shim_build
-from evaluator.reference import ReferenceCase, TensorFile
+from evaluator.reference import ReferenceCase
 
 EXIT_CRASH, EXIT_DEADLOCK, EXIT_RUN_ERROR, EXIT_HARNESS, EXIT_NOT_EMULATABLE = 2, 3, 4, 5, 6
 
@@ -29,6 +28,7 @@ class EmulationOutcome:
     checks: tuple[RankCheck, ...] = ()
     log: str = ""
     seconds: dict[str, float] = field(default_factory=dict)
+    network_isolated: bool = False  # every run had a private network namespace
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,7 @@ class EmulationSettings:
     stall_seconds: float = 3.0
     timeout_s: float = 60.0
     workspace_bytes: int = 1 << 16
+    address_space_bytes: int = 8 << 30
 
 
 def as_float32(path: Path, dtype: str, shape: Sequence[int]) -> np.ndarray:
@@ -128,12 +129,16 @@ def emulate(source: str, *, spec: KernelSpec, pattern: Pattern, cases: Sequence[
         return EmulationOutcome(Status.EMULATION_FAILED, why, log=trim_log(build.log), seconds=seconds)
     checks: list[RankCheck] = []
     logs = []
+    isolated = True
     for case in cases:
         folder = work_dir / f"w{case.world}-{case.shape.name}-t{case.trial}"
         folder.mkdir(parents=True, exist_ok=True)
         manifest = _manifest(case, spec, pattern, folder, settings)
-        res = sandbox.run([str(build.binary), str(manifest)], workdir=folder,
-                          limits=sandbox.Limits(wall_s=settings.timeout_s, file_size_bytes=64 << 20))
+        # CPU time and address space are per rank process; fiber stacks are mapped lazily
+        limits = sandbox.Limits(wall_s=settings.timeout_s, cpu_s=int(settings.timeout_s) + 5,
+                                address_space_bytes=settings.address_space_bytes, file_size_bytes=64 << 20)
+        res = sandbox.run([str(build.binary), str(manifest)], workdir=folder, limits=limits)
+        isolated = isolated and res.network_isolated
         key = f"emulate_w{case.world}"
         seconds[key] = seconds.get(key, 0.0) + res.wall_s
         logs.append(f"$ emu world={case.world} shape={case.shape.name}\n{res.output}")
@@ -148,4 +153,4 @@ def emulate(source: str, *, spec: KernelSpec, pattern: Pattern, cases: Sequence[
             reason = (f"wrong result (world {case.world}, shape {case.shape.name}): rank {c.rank} has {c.mismatches} "
                       f"mismatching elements ({c.unwritten} never written), max abs error {c.max_abs_err:.3g}")
             return EmulationOutcome(Status.WRONG_RESULT, reason, tuple(checks), trim_log("\n".join(logs)), seconds)
-    return EmulationOutcome(Status.OK, "", tuple(checks), trim_log("\n".join(logs)), seconds)
+    return EmulationOutcome(Status.OK, "", tuple(checks), trim_log("\n".join(logs)), seconds, isolated)

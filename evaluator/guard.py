@@ -15,6 +15,7 @@ from typing import Optional
 from design_space.candidate import EVOLVE_END, EVOLVE_START
 from design_space.dimensions import Issuer, Placement, SyncScope
 from design_space.point import DesignPoint
+from evaluator import cuda_scan as scan
 
 
 @dataclass(frozen=True)
@@ -50,32 +51,17 @@ _ENTRY = re.compile(r'extern\s+"C"\s+int\s+cuco_run\s*\(\s*const\s+cuco_ctx\s*\*
 _INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 
 
-_COMMENT = r"//[^\n]*|/\*[\s\S]*?\*/"
-_STRING = r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\''
-
-
-def strip_comments_and_strings(src: str, strings: bool = True) -> str:
-    """Blank out comments (and string literals), keeping line numbers."""
-    def blank(m: re.Match) -> str:
-        return m.group(0) if not strings and not m.group(0).startswith("/") else re.sub(r"[^\n]", " ", m.group(0))
-    return re.sub(f"{_COMMENT}|{_STRING}", blank, src)
-
-
-def _line(src: str, pos: int) -> int:
-    return src.count("\n", 0, pos) + 1
-
-
 def evolve_regions(src: str) -> tuple[list[tuple[int, int]], Optional[str]]:
     """Spans of the evolve blocks (marker lines excluded) or an error message."""
     spans, start = [], None
     for m in re.finditer(rf"{EVOLVE_START}|{EVOLVE_END}", src):
         if m.group(0) == EVOLVE_START:
             if start is not None:
-                return [], f"nested {EVOLVE_START} at line {_line(src, m.start())}"
+                return [], f"nested {EVOLVE_START} at line {scan.line_of(src, m.start())}"
             start = src.index("\n", m.end()) + 1 if "\n" in src[m.end():] else len(src)
         else:
             if start is None:
-                return [], f"{EVOLVE_END} without a start at line {_line(src, m.start())}"
+                return [], f"{EVOLVE_END} without a start at line {scan.line_of(src, m.start())}"
             spans.append((start, src.rfind("\n", 0, m.start()) + 1))
             start = None
     if start is not None:
@@ -123,16 +109,16 @@ def _banned(code: str, with_strings: str) -> list[Finding]:
         if name != "environ" and (not use or (name in _CALL_ONLY and use != "(")):
             continue
         found.append(Finding("banned_call", f"{name}: {_CATEGORY[name]} is not allowed in a candidate",
-                             _line(code, m.start())))
+                             scan.line_of(code, m.start())))
     for m in re.finditer(r"%%?(globaltimer|clock64|clock)\b", with_strings):
         found.append(Finding("banned_call", f"inline asm reading %{m.group(1)}: the harness owns timing",
-                             _line(with_strings, m.start())))
+                             scan.line_of(with_strings, m.start())))
     return found
 
 
 def _includes(src: str) -> list[Finding]:
     return [Finding("include_not_allowed", f"#include <{m.group(1)}>: candidates may use only CUDA and cuco headers",
-                    _line(src, m.start()))
+                    scan.line_of(src, m.start()))
             for m in _INCLUDE.finditer(src) if m.group(1) not in _ALLOWED_INCLUDES]
 
 
@@ -172,8 +158,8 @@ def _point(code: str, point: DesignPoint) -> list[Finding]:
 
 def check(source: str, *, point: Optional[DesignPoint] = None, parent_source: Optional[str] = None) -> list[Finding]:
     """All findings; an empty list means the candidate may go on to the build."""
-    code = strip_comments_and_strings(source)
-    with_strings = strip_comments_and_strings(source, strings=False)
+    code = scan.blank(source)
+    with_strings = scan.blank(source, strings=False)
     findings = _markers(source, parent_source) + _includes(source) + _banned(code, with_strings)
     if not _ENTRY.search(with_strings):
         findings.append(Finding("entry_point", 'missing `extern "C" int cuco_run(const cuco_ctx* ctx, '

@@ -27,6 +27,7 @@ from typing import Sequence
 
 from design_space.errors import ToolchainError
 from evaluator.source_rewrite import rewrite_for_cpu
+from evaluator.toolchain import find_gxx
 
 SHIM_DIR = Path(__file__).resolve().parent / "shim"
 SHIM_INCLUDE = SHIM_DIR / "include"
@@ -83,14 +84,6 @@ class EmulatorRun:
     stderr: str
     seconds: float
     timed_out: bool
-
-
-def find_gxx() -> Path:
-    exe = os.environ.get("CUCO_CXX") or shutil.which("g++")
-    if exe and Path(exe).is_file():
-        return Path(exe)
-    raise ToolchainError("g++ not found (the CPU emulator compiles candidates with it)",
-                         "install it: apt-get install g++ (Debian/Ubuntu), or set CUCO_CXX")
 
 
 def _find_ar() -> str:

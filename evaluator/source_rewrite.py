@@ -26,10 +26,9 @@ from __future__ import annotations
 
 import re
 
-_ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-_OPEN = {"(": ")", "[": "]", "{": "}"}
-_CLOSE = {")": "(", "]": "[", "}": "{"}
-_RAW_PREFIXES = ("u8R", "uR", "UR", "LR", "R")
+from evaluator import cuda_scan as scan
+from evaluator.cuda_scan import CLOSE, ID_CHARS, OPEN
+
 _SHARED_RE = re.compile(r"\b__shared__\b")
 _ALIGN_RE = re.compile(
     r"(?:__align__|alignas)\s*\(((?:[^()]|\([^()]*\))*)\)"
@@ -43,12 +42,12 @@ _CLASS_HEAD_RE = re.compile(r"(\b(struct|class|union|enum)\b[^;{}()]*|=\s*)$")
 
 def rewrite_for_cpu(source: str) -> str:
     """Return ``source`` with kernel launches and ``__shared__`` declarations rewritten."""
-    blank = _blank(source)
+    blank = scan.blank(source)
     edits = _launch_edits(source, blank) + _shared_edits(source, blank)
     edits.sort(key=lambda e: e[0])
     for (s1, e1, _), (s2, _, _) in zip(edits, edits[1:]):
         if s2 < e1:
-            raise ValueError(f"overlapping rewrites at line {_line_of(source, s2)}")
+            raise ValueError(f"overlapping rewrites at line {scan.line_of(source, s2)}")
     out = []
     pos = 0
     for start, end, text in edits:
@@ -57,170 +56,6 @@ def rewrite_for_cpu(source: str) -> str:
         pos = end
     out.append(source[pos:])
     return "".join(out)
-
-
-# --------------------------------------------------------------------------- scanning
-
-
-def _blank(src: str) -> str:
-    """Copy of ``src`` with comments and literal contents replaced by spaces (newlines kept)."""
-    out = list(src)
-    n = len(src)
-    i = 0
-
-    def wipe(a: int, b: int) -> None:
-        for k in range(a, b):
-            if out[k] != "\n":
-                out[k] = " "
-
-    while i < n:
-        c = src[i]
-        if c == "/" and src.startswith("//", i):
-            j = src.find("\n", i)
-            j = n if j < 0 else j
-            wipe(i, j)
-            i = j
-        elif c == "/" and src.startswith("/*", i):
-            j = src.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            wipe(i, j)
-            i = j
-        elif c == '"':
-            j = _raw_string_end(src, i)
-            if j < 0:
-                j = _quoted_end(src, i, '"')
-            wipe(i + 1, j - 1)
-            i = j
-        elif c == "'" and not _is_digit_separator(src, i):
-            j = _quoted_end(src, i, "'")
-            wipe(i + 1, j - 1)
-            i = j
-        else:
-            i += 1
-    return "".join(out)
-
-
-def _quoted_end(src: str, i: int, quote: str) -> int:
-    """Index just past the literal that starts with the quote at ``i``."""
-    j = i + 1
-    n = len(src)
-    while j < n:
-        c = src[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c == quote or c == "\n":
-            return j + 1
-        j += 1
-    return n
-
-
-def _raw_string_end(src: str, i: int) -> int:
-    """End of a raw string literal R"d(...)d" whose quote is at ``i``, or -1 if not raw."""
-    for prefix in _RAW_PREFIXES:
-        start = i - len(prefix)
-        if start >= 0 and src[start:i] == prefix and (start == 0 or src[start - 1] not in _ID_CHARS):
-            paren = src.find("(", i)
-            if paren < 0:
-                return -1
-            delim = src[i + 1 : paren]
-            close = src.find(")" + delim + '"', paren)
-            return len(src) if close < 0 else close + len(delim) + 2
-    return -1
-
-
-def _is_digit_separator(src: str, i: int) -> bool:
-    """True for the ' in 1'000'000 (C++14 digit separator), false for a character literal."""
-    j = i
-    while j > 0 and (src[j - 1] in _ID_CHARS or src[j - 1] == "."):
-        j -= 1
-    return j < i and src[j].isdigit()
-
-
-def _line_of(src: str, pos: int) -> int:
-    return src.count("\n", 0, pos) + 1
-
-
-def _skip_ws_back(b: str, j: int) -> int:
-    """Index just past the last non-space character before ``j``."""
-    while j > 0 and b[j - 1].isspace():
-        j -= 1
-    return j
-
-
-def _skip_ws(b: str, j: int) -> int:
-    while j < len(b) and b[j].isspace():
-        j += 1
-    return j
-
-
-def _match_forward(b: str, i: int) -> int:
-    """Index of the bracket closing the one at ``i`` (any of ( [ {), or -1."""
-    depth = 0
-    for j in range(i, len(b)):
-        c = b[j]
-        if c in _OPEN:
-            depth += 1
-        elif c in _CLOSE:
-            depth -= 1
-            if depth == 0:
-                return j
-    return -1
-
-
-def _match_back(b: str, j: int, open_c: str, close_c: str) -> int:
-    """Index of the ``open_c`` matching the ``close_c`` at ``j`` (brackets nest inside), or -1."""
-    depth = 0
-    paren = 0
-    while j >= 0:
-        c = b[j]
-        if c in _CLOSE and c != close_c:
-            paren += 1
-        elif c in _OPEN and c != open_c:
-            paren -= 1
-            if paren < 0:
-                return -1
-        elif paren == 0 and c == close_c:
-            depth += 1
-        elif paren == 0 and c == open_c:
-            depth -= 1
-            if depth == 0:
-                return j
-        j -= 1
-    return -1
-
-
-def _split_top(b: str, a: int, e: int, angles: bool = False) -> list[tuple[int, int]]:
-    """Ranges of ``b[a:e]`` split on commas outside brackets; computed on blanked text so commas
-    in comments do not count. With ``angles``, ``<...>`` after a name also nests (templates);
-    returns [] when those angle brackets do not balance (they were comparisons)."""
-    parts, depth, angle, start = [], 0, 0, a
-    for j in range(a, e):
-        c = b[j]
-        if c in _OPEN:
-            depth += 1
-        elif c in _CLOSE:
-            depth -= 1
-        elif angles and depth == 0 and c == "<" and b[a:j].rstrip()[-1:] in _ID_CHARS:
-            angle += 1
-        elif angles and depth == 0 and c == ">" and angle > 0:
-            angle -= 1
-        elif c == "," and depth == 0 and angle == 0:
-            parts.append((start, j))
-            start = j + 1
-    parts.append((start, e))
-    return [] if angle else parts
-
-
-def _split_config(b: str, a: int, e: int) -> list[tuple[int, int]]:
-    """The 2 to 4 launch-configuration values: template-aware when that parse balances."""
-    templ = _split_top(b, a, e, angles=True)
-    return templ if 2 <= len(templ) <= 4 else _split_top(b, a, e)
-
-
-def _line_breaks(text: str) -> str:
-    """The line breaks of ``text`` (keeping backslash continuations inside macros)."""
-    return "".join("\\\n" if text[:k].endswith("\\") else "\n" for k, c in enumerate(text) if c == "\n")
 
 
 # --------------------------------------------------------------------------- launches
@@ -237,23 +72,23 @@ def _launch_edits(src: str, b: str) -> list[tuple[int, int, str]]:
 
 
 def _one_launch(src: str, b: str, lt: int) -> tuple[int, int, str]:
-    line = _line_of(src, lt)
+    line = scan.line_of(src, lt)
     start = _callee_start(b, lt, line)
     gt = _config_end(b, lt + 3, line)
-    config = _split_config(b, lt + 3, gt)
+    config = scan.split_config(b, lt + 3, gt)
     if not 2 <= len(config) <= 4:
         raise ValueError(f"line {line}: launch configuration needs 2 to 4 values, got {len(config)}")
-    paren = _skip_ws(b, gt + 3)
+    paren = scan.skip_ws(b, gt + 3)
     if paren >= len(b) or b[paren] != "(":
         raise ValueError(f"line {line}: expected '(' with the kernel arguments after '>>>'")
-    close = _match_forward(b, paren)
+    close = scan.match_forward(b, paren)
     if close < 0:
         raise ValueError(f"line {line}: unbalanced parentheses in the kernel arguments")
     values = [src[x:y] for x, y in config] + ["0", "0"]
     grid, block = values[0], values[1]
     smem = values[2] if values[2].strip() else "0"
     stream = values[3] if values[3].strip() else "0"
-    callee_end = _skip_ws_back(b, lt)
+    callee_end = scan.skip_ws_back(b, lt)
     args = _fix_null_args(src, b, paren + 1, close)
     text = (
         f"cuco_launch_kernel([=](auto... cuco_a) {{ {src[start:callee_end]}(cuco_a...); }}, "
@@ -262,50 +97,50 @@ def _one_launch(src: str, b: str, lt: int) -> tuple[int, int, str]:
         + ")"
     )
     # Line breaks in the gaps we drop (before '<<<' and before '(') go after the call.
-    lost = _line_breaks(src[callee_end:lt]) + _line_breaks(src[gt + 3 : paren])
+    lost = scan.line_breaks(src[callee_end:lt]) + scan.line_breaks(src[gt + 3 : paren])
     return start, close + 1, text + lost
 
 
 def _fix_null_args(src: str, b: str, a: int, e: int) -> str:
     """NULL is a plain integer once forwarded through a template: make it nullptr."""
-    parts = [src[x:y] for x, y in _split_top(b, a, e)]
+    parts = [src[x:y] for x, y in scan.split_top(b, a, e)]
     return ",".join(p.replace("NULL", "nullptr") if p.strip() == "NULL" else p for p in parts)
 
 
 def _callee_start(b: str, lt: int, line: int) -> int:
     """Start of the kernel before '<<<': ns::name, name<T, 4>, ::name, ns::template k<T>, (expr)."""
-    j = _skip_ws_back(b, lt)
+    j = scan.skip_ws_back(b, lt)
     if j > 0 and b[j - 1] == ")":
-        k = _match_back(b, j - 1, "(", ")")
+        k = scan.match_back(b, j - 1, "(", ")")
         if k < 0 or not b[k + 1 : j - 1].strip():
             raise ValueError(f"line {line}: cannot find the kernel before '<<<'")
         return k
     while True:
         if j > 0 and b[j - 1] == ">":
-            k = _match_back(b, j - 1, "<", ">")
+            k = scan.match_back(b, j - 1, "<", ">")
             if k < 0:
                 raise ValueError(f"line {line}: unbalanced template arguments before '<<<'")
-            j = _skip_ws_back(b, k)
+            j = scan.skip_ws_back(b, k)
         k = j
-        while k > 0 and b[k - 1] in _ID_CHARS:
+        while k > 0 and b[k - 1] in ID_CHARS:
             k -= 1
         if k == j or b[k].isdigit():
             raise ValueError(f"line {line}: cannot find the kernel name before '<<<'")
         j = k
-        m = _skip_template_keyword(b, _skip_ws_back(b, j))
+        m = _skip_template_keyword(b, scan.skip_ws_back(b, j))
         if m < 2 or b[m - 2 : m] != "::":
             return j
         j = m - 2
-        p = _skip_ws_back(b, j)
-        if p == 0 or b[p - 1] not in _ID_CHARS and b[p - 1] != ">":
+        p = scan.skip_ws_back(b, j)
+        if p == 0 or b[p - 1] not in ID_CHARS and b[p - 1] != ">":
             return j  # ::name (global scope)
         j = p
 
 
 def _skip_template_keyword(b: str, m: int) -> int:
     """In ``ns::template k<T>`` step back over ``template`` to the ``::`` before it."""
-    if b[max(0, m - 8) : m] == "template" and (m == 8 or b[m - 9] not in _ID_CHARS):
-        return _skip_ws_back(b, m - 8)
+    if b[max(0, m - 8) : m] == "template" and (m == 8 or b[m - 9] not in ID_CHARS):
+        return scan.skip_ws_back(b, m - 8)
     return m
 
 
@@ -313,9 +148,9 @@ def _config_end(b: str, j: int, line: int) -> int:
     depth = 0
     while j < len(b):
         c = b[j]
-        if c in _OPEN:
+        if c in OPEN:
             depth += 1
-        elif c in _CLOSE:
+        elif c in CLOSE:
             depth -= 1
             if depth < 0:
                 break
@@ -369,12 +204,12 @@ def _shared_edits(src: str, b: str) -> list[tuple[int, int, str]]:
         start, end = span
         directive = _in_directive(b, m.start())
         in_func = scope.in_function(start) or directive
-        text = _rewrite_shared(b[start:end], counter, in_func, _line_of(src, end))
+        text = _rewrite_shared(b[start:end], counter, in_func, scan.line_of(src, end))
         if text is None:
             continue
         counter += 1
         if in_func:  # file-scope text ends with a #line directive that restores numbering
-            text += _line_breaks(src[start:end])
+            text += scan.line_breaks(src[start:end])
         edits.append((start, end + 1, text))
     return edits
 
@@ -405,13 +240,13 @@ def _statement_span(b: str, pos: int) -> tuple[int, int] | None:
     if directive:
         start = max(start, b.find("#", limit) + 1)
         start = _after_macro_head(b, start)
-    start = _skip_ws(b, start)  # leading blank lines stay where they are
+    start = scan.skip_ws(b, start)  # leading blank lines stay where they are
     depth = 0
     for j in range(pos, len(b)):
         c = b[j]
-        if c in _OPEN:
+        if c in OPEN:
             depth += 1
-        elif c in _CLOSE:
+        elif c in CLOSE:
             depth -= 1
             if depth < 0:
                 return None
@@ -452,7 +287,7 @@ def _rewrite_shared(stmt: str, counter: int, in_func: bool, line: int) -> str | 
 
 def _parse_declarators(stmt: str) -> list[tuple[str, str, str]] | None:
     """[(type, name, dims)] of ``T a[4][8], *p`` (the type part may hold templates)."""
-    ranges = _split_top(stmt, 0, len(stmt), angles=True) or _split_top(stmt, 0, len(stmt))
+    ranges = scan.split_top(stmt, 0, len(stmt), angles=True) or scan.split_top(stmt, 0, len(stmt))
     pieces = [stmt[a:e] for a, e in ranges]
     first = _name_and_dims(pieces[0])
     if first is None:

@@ -51,7 +51,6 @@ def _host(point: DesignPoint) -> str:
     if point.placement is Placement.FUSED_PERSISTENT:
         return cu.HOST_FUSED
     overlap = point.placement is Placement.STREAM_OVERLAP
-    host = cu.HOST_STREAM_OVERLAP if overlap else cu.HOST_SPLIT_PUT_WAIT
     if point.sync_scope is SyncScope.GLOBAL_BARRIER:
         after, remote = cu.AFTER_PUSH_BARRIER, cu.REMOTE_AFTER_BARRIER
     elif not overlap:
@@ -60,7 +59,13 @@ def _host(point: DesignPoint) -> str:
         after, remote = "", cu.REMOTE_PER_PEER
     else:
         after, remote = "", cu.REMOTE_PER_CHUNK
-    return cu.SIDE_STREAM + host.replace("@AFTER_PUSH@\n", after + "\n" if after else "").replace("@REMOTE@", remote)
+    host = (cu.HOST_TWO_STREAMS
+            .replace("@PRELUDE@\n", "  const int64_t nch = num_chunks(p);\n" if overlap else "")
+            .replace("@PUSH@", cu.PUSH_PER_CHUNK if overlap else cu.PUSH_ALL_EARLY)
+            .replace("@AFTER_PUSH@\n", after + "\n" if after else "")
+            .replace("@OWN_ROWS@", "  // own rows need no transfer" if overlap else "")
+            .replace("@REMOTE@", remote))
+    return cu.SIDE_STREAM + host
 
 
 def render(point: DesignPoint) -> str:

@@ -260,17 +260,19 @@ extern "C" int cuco_run(const cuco_ctx* ctx, cudaStream_t stream) {
 // EVOLVE-BLOCK-END
 """
 
-HOST_STREAM_OVERLAP = r"""
+# Both two-stream placements: fork a side stream for the puts, compute the own rows at once,
+# then the remote rows as the @REMOTE@ strategy says, and join the side stream back.
+HOST_TWO_STREAMS = r"""
 extern "C" int cuco_run(const cuco_ctx* ctx, cudaStream_t stream) {
   const cuco_ctx& c = *ctx;
   const Problem p = problem(c);
   if (int err = ensure_side_stream()) return err;
-  const int64_t nch = num_chunks(p);
+@PRELUDE@
   cudaEventRecord(g_fork, stream);
   cudaStreamWaitEvent(g_side, g_fork, 0);
-  for (int64_t ch = 0; ch < nch; ++ch) comm_kernel<<<COMM_CTAS, THREADS, 0, g_side>>>(c, ch, ch + 1);
+@PUSH@
 @AFTER_PUSH@
-  launch_gemm(c, p, TileRange{0, 1, 0, p.shard}, 0, stream);  // own rows need no transfer
+  launch_gemm(c, p, TileRange{0, 1, 0, p.shard}, 0, stream);@OWN_ROWS@
 @REMOTE@
   cudaEventRecord(g_join, g_side);
   cudaStreamWaitEvent(stream, g_join, 0);
@@ -279,23 +281,8 @@ extern "C" int cuco_run(const cuco_ctx* ctx, cudaStream_t stream) {
 // EVOLVE-BLOCK-END
 """
 
-HOST_SPLIT_PUT_WAIT = r"""
-extern "C" int cuco_run(const cuco_ctx* ctx, cudaStream_t stream) {
-  const cuco_ctx& c = *ctx;
-  const Problem p = problem(c);
-  if (int err = ensure_side_stream()) return err;
-  cudaEventRecord(g_fork, stream);
-  cudaStreamWaitEvent(g_side, g_fork, 0);
-  comm_kernel<<<COMM_CTAS, THREADS, 0, g_side>>>(c, 0, num_chunks(p));  // put early
-@AFTER_PUSH@
-  launch_gemm(c, p, TileRange{0, 1, 0, p.shard}, 0, stream);
-@REMOTE@
-  cudaEventRecord(g_join, g_side);
-  cudaStreamWaitEvent(stream, g_join, 0);
-  return (int)cudaGetLastError();
-}
-// EVOLVE-BLOCK-END
-"""
+PUSH_PER_CHUNK = r"""  for (int64_t ch = 0; ch < nch; ++ch) comm_kernel<<<COMM_CTAS, THREADS, 0, g_side>>>(c, ch, ch + 1);"""
+PUSH_ALL_EARLY = r"""  comm_kernel<<<COMM_CTAS, THREADS, 0, g_side>>>(c, 0, num_chunks(p));  // put early"""
 
 AFTER_PUSH_BARRIER = r"""  barrier_kernel<<<1, 32, 0, g_side>>>(c);
   cudaEventRecord(g_join, g_side);"""

@@ -34,22 +34,22 @@ def test_missing_spec(tmp_path):
     _assert_one_line(rc, err, "no spec at", "spec.py")
 
 
-def test_invalid_spec_names_the_field(tmp_path):
-    (tmp_path / "spec.py").write_text(
+def _write_spec(folder, pattern="allgather_gemm", reference="r:f", shape="{'m': 8, 'n': 8, 'k': 8}"):
+    (folder / "spec.py").write_text(
         "from design_space import KernelSpec, ShapeCase\n"
-        "SPEC = KernelSpec(name='x', pattern='allgather_gemm', reference='nocolon', inputs='r:f',\n"
-        "    shapes=[ShapeCase(name='a', dims={'m': 8, 'n': 8, 'k': 8})],\n"
+        f"SPEC = KernelSpec(name='x', pattern='{pattern}', reference='{reference}', inputs='r:g',\n"
+        f"    shapes=[ShapeCase(name='odd', dims={shape})],\n"
         "    emulation_shapes=[ShapeCase(name='e', dims={'m': 8, 'n': 8, 'k': 8})])\n")
+
+
+def test_invalid_spec_names_the_field(tmp_path):
+    _write_spec(tmp_path, reference="nocolon")
     rc, _, err = _cuco(["evolve", str(tmp_path)], tmp_path)
     _assert_one_line(rc, err, "invalid spec", "reference")
 
 
 def test_spec_that_does_not_fit_its_world_sizes(tmp_path):
-    (tmp_path / "spec.py").write_text(
-        "from design_space import KernelSpec, ShapeCase\n"
-        "SPEC = KernelSpec(name='x', pattern='allgather_gemm', reference='r:f', inputs='r:g',\n"
-        "    shapes=[ShapeCase(name='odd', dims={'m': 12, 'n': 8, 'k': 8})],\n"
-        "    emulation_shapes=[ShapeCase(name='e', dims={'m': 8, 'n': 8, 'k': 8})])\n")
+    _write_spec(tmp_path, shape="{'m': 12, 'n': 8, 'k': 8}")
     rc, _, err = _cuco(["evolve", str(tmp_path)], tmp_path)
     _assert_one_line(rc, err, "odd", "not divisible by world size 8")
 
@@ -61,10 +61,7 @@ def test_spec_file_that_raises(tmp_path):
 
 
 def test_unknown_pattern(tmp_path):
-    (tmp_path / "spec.py").write_text(
-        "from design_space import KernelSpec, ShapeCase\n"
-        "SPEC = KernelSpec(name='x', pattern='teleport', reference='r:f', inputs='r:g',\n"
-        "    shapes=[ShapeCase(name='a', dims={'m': 8})], emulation_shapes=[ShapeCase(name='e', dims={'m': 8})])\n")
+    _write_spec(tmp_path, pattern="teleport")
     rc, _, err = _cuco(["evolve", str(tmp_path)], tmp_path)
     _assert_one_line(rc, err, "unknown pattern", "allgather_gemm")
 

@@ -103,3 +103,11 @@ def test_max_wall_stops_cleanly_and_the_next_run_finishes(example_spec, tmp_path
     assert stopped.run.status is ds.RunStatus.STOPPED and "max-wall" in stopped.run.note
     done = cuco.evolve(example_spec, run_dir=tmp_path, generations=1, population=2, workers=1)
     assert done.run.status is ds.RunStatus.COMPLETE
+
+
+def test_python_api_takes_a_spec_path_too(tmp_path):
+    from tests.conftest import EXAMPLE
+
+    summary = cuco.evolve(str(EXAMPLE), run_dir=tmp_path, generations=1, population=1, workers=1)
+    assert summary.run.spec_name == "allgather_gemm" and summary.evaluated_now == 1
+    assert summary.best is not None and summary.best[1].status is ds.Status.OK

@@ -59,3 +59,12 @@ def test_missing_gxx_names_the_package(monkeypatch):
     monkeypatch.delenv("CUCO_CXX", raising=False)
     with pytest.raises(ds.ToolchainError, match="apt-get install g"):
         toolchain.find_gxx()
+
+
+@pytest.mark.parametrize("key", ["lsa/sequential/global_barrier/warp/64K/4", "lsa/fused_persistent/per_tile_signal/cta/16K/2"])
+def test_templates_also_build_against_the_symm_backend(tc, tmp_path, key):
+    src = ds.get_pattern("allgather_gemm").render(ds.DesignPoint.parse_key(key))
+    out = build.build(src, arch="sm_90", comm_backend="symm", dtype_code=2, tc=tc, cache_dir=tmp_path,
+                      work_dir=tmp_path / "w")
+    assert out.ok, out.log
+    assert out.stats.comm_backend == "symm" and out.stats.kernels
