@@ -261,7 +261,7 @@ class Store:
         return run
 
     def _no_run(self, name: str) -> StoreError:
-        return StoreError(f"no run named {name!r} in {self.url}", "run `cuco leaderboard` to list the runs")
+        return StoreError(f"no run named {name!r} in {self.url}", "pass an existing run (`cuco leaderboard <run-dir>` shows the latest run of a folder)")
 
     # --- candidates --------------------------------------------------------------------------
 

@@ -69,29 +69,17 @@ register_profile(
         per_sm_copy_bytes_per_s=25e9,
     )
 )
-register_profile(
-    HardwareProfile(
-        name="H100",
-        arch="sm_90",
-        sms=132,
-        l2_bytes=50 << 20,
-        hbm_bytes_per_s=3.35e12,
-        peak_flops={"bf16": 989e12, "fp16": 989e12, "fp32": 67e12},
-        link_bytes_per_s=450e9,
-        nvswitch=True,
-        multimem=True,
-    )
+H100 = HardwareProfile(
+    name="H100",
+    arch="sm_90",
+    sms=132,
+    l2_bytes=50 << 20,
+    hbm_bytes_per_s=3.35e12,
+    peak_flops={"bf16": 989e12, "fp16": 989e12, "fp32": 67e12},
+    link_bytes_per_s=450e9,
+    nvswitch=True,
+    multimem=True,
 )
-register_profile(
-    HardwareProfile(
-        name="H200",
-        arch="sm_90",
-        sms=132,
-        l2_bytes=50 << 20,
-        hbm_bytes_per_s=4.8e12,
-        peak_flops={"bf16": 989e12, "fp16": 989e12, "fp32": 67e12},
-        link_bytes_per_s=450e9,
-        nvswitch=True,
-        multimem=True,
-    )
-)
+register_profile(H100)
+# H200: the H100's compute and NVLink with faster, larger HBM3e.
+register_profile(H100.model_copy(update={"name": "H200", "hbm_bytes_per_s": 4.8e12}))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from design_space.dimensions import CHUNK_BYTES, COMM_CTAS, Backend, Issuer, Placement, SyncScope
 from design_space.errors import DesignPointError
@@ -10,6 +10,9 @@ from design_space.hardware import HardwareProfile
 from design_space.rules import violations
 
 DIMENSIONS: tuple[str, ...] = ("backend", "placement", "sync_scope", "issuer", "chunk_bytes", "comm_ctas")
+_VALUES = (f"backend {'|'.join(b.value for b in Backend)}, placement {'|'.join(p.value for p in Placement)}, "
+           f"sync_scope {'|'.join(s.value for s in SyncScope)}, issuer {'|'.join(i.value for i in Issuer)}, "
+           f"chunk {'|'.join(f'{c // 1024}K' for c in CHUNK_BYTES)}, comm_ctas {'|'.join(map(str, COMM_CTAS))}")
 
 
 class DesignPoint(BaseModel):
@@ -22,18 +25,12 @@ class DesignPoint(BaseModel):
     chunk_bytes: int
     comm_ctas: int
 
-    @field_validator("chunk_bytes")
+    @field_validator("chunk_bytes", "comm_ctas")
     @classmethod
-    def _chunk_in_range(cls, v: int) -> int:
-        if v not in CHUNK_BYTES:
-            raise ValueError(f"chunk_bytes must be one of {list(CHUNK_BYTES)} (powers of two), got {v}")
-        return v
-
-    @field_validator("comm_ctas")
-    @classmethod
-    def _ctas_in_range(cls, v: int) -> int:
-        if v not in COMM_CTAS:
-            raise ValueError(f"comm_ctas must be one of {list(COMM_CTAS)}, got {v}")
+    def _in_range(cls, v: int, info) -> int:
+        allowed = CHUNK_BYTES if info.field_name == "chunk_bytes" else COMM_CTAS
+        if v not in allowed:
+            raise ValueError(f"must be one of {list(allowed)}, got {v}")
         return v
 
     @model_validator(mode="after")
@@ -43,7 +40,7 @@ class DesignPoint(BaseModel):
             raise DesignPointError(
                 f"invalid design point {self.key()}: "
                 + "; ".join(f"[{r.name}] {r.reason}" for r in broken),
-                "change the named dimensions so the rule holds (see `cuco space`)",
+                "change the named dimensions so the rule holds",
                 tuple(r.name for r in broken),
             )
         return self
@@ -62,7 +59,7 @@ class DesignPoint(BaseModel):
             raise DesignPointError(
                 f"design point {self.key()} is invalid on {hardware.name}: "
                 + "; ".join(f"[{r.name}] {r.reason}" for r in broken),
-                "pick another point or hardware profile (see `cuco space`)",
+                "pick another point or hardware profile",
                 tuple(r.name for r in broken),
             )
 
@@ -81,11 +78,8 @@ class DesignPoint(BaseModel):
                 backend=parts[0], placement=parts[1], sync_scope=parts[2], issuer=parts[3],
                 chunk_bytes=int(parts[4][:-1]) * 1024, comm_ctas=int(parts[5]),
             )
-        except ValueError as e:  # pydantic ValidationError is a ValueError
-            raise DesignPointError(f"invalid design point {key!r}: {_first_line(e)}",
-                                   "see `cuco space` for the values each dimension takes") from None
-
-
-def _first_line(e: Exception) -> str:
-    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
-    return " ".join(lines[1:3]) if len(lines) > 1 else (lines[0] if lines else repr(e))
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = f"{err['loc'][0]}: " if err["loc"] else ""
+            raise DesignPointError(f"invalid design point {key!r}: {where}{err['msg'].removeprefix('Value error, ')}",
+                                   f"use the values of each dimension: {_VALUES}") from None
