@@ -18,6 +18,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -47,7 +48,7 @@ def stage_times(spec: ds.KernelSpec, n: int, tmp: Path) -> None:
     points = random.Random(0).sample(ds.valid_points(pattern, ds.get_profile(spec.hardware)), n)
     stages: dict[str, list[float]] = {}
     store = Store.open(tmp / "bench.db")
-    now = __import__("datetime").datetime.now(__import__("datetime").timezone.utc)
+    now = datetime.now(timezone.utc)
     store.create_run(ds.RunInfo(name="bench", spec_name=spec.name, pattern=spec.pattern, spec_hash=spec_hash(spec),
                                 spec_json=spec.model_dump_json(), created_at=now, updated_at=now))
     for p in points:

@@ -70,7 +70,7 @@ class Evaluator:
                 self.spec, self.pattern, self.config.cache_dir / "reference",
                 worlds=self.spec.emulation_world_sizes, cases=self.spec.emulation_shapes,
                 seeds=tuple(range(self.config.trials)))
-        shim_build.ensure_runtime(self.config.cache_dir / "emulator")
+            shim_build.ensure_runtime(self.config.cache_dir / "emulator")
 
     def evaluate(self, candidate: Candidate, parent_source: Optional[str] = None) -> Evaluation:
         self.prepare()

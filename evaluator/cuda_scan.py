@@ -4,6 +4,8 @@ guard (static checks) and the source rewrite for the CPU emulator."""
 
 from __future__ import annotations
 
+from typing import Iterator
+
 ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 OPEN = {"(": ")", "[": "]", "{": "}"}
 CLOSE = {")": "(", "]": "[", "}": "{"}
@@ -103,6 +105,22 @@ def skip_ws(b: str, j: int) -> int:
     while j < len(b) and b[j].isspace():
         j += 1
     return j
+
+
+def top_level(b: str, start: int) -> Iterator[int]:
+    """Positions from ``start`` that lie outside every bracket opened after ``start`` (bracket
+    characters themselves excluded); stops at a closing bracket that was opened before it."""
+    depth = 0
+    for j in range(start, len(b)):
+        c = b[j]
+        if c in OPEN:
+            depth += 1
+        elif c in CLOSE:
+            depth -= 1
+            if depth < 0:
+                return
+        elif depth == 0:
+            yield j
 
 
 def match_forward(b: str, i: int) -> int:

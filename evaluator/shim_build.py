@@ -13,6 +13,7 @@ emulated thread that loops without ever yielding cannot be interrupted from insi
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -27,7 +28,7 @@ from typing import Sequence
 
 from design_space.errors import ToolchainError
 from evaluator.source_rewrite import rewrite_for_cpu
-from evaluator.toolchain import find_gxx
+from evaluator.toolchain import find_gxx, gxx_version
 
 SHIM_DIR = Path(__file__).resolve().parent / "shim"
 SHIM_INCLUDE = SHIM_DIR / "include"
@@ -94,20 +95,11 @@ def _find_ar() -> str:
     return exe
 
 
-_VERSIONS: dict[str, str] = {}
-
-
-def _gxx_version(gxx: Path) -> str:
-    key = str(gxx)
-    if key not in _VERSIONS:
-        out = subprocess.run([key, "--version"], capture_output=True, text=True, timeout=60)
-        _VERSIONS[key] = out.stdout.strip()
-    return _VERSIONS[key]
-
-
+@functools.lru_cache(maxsize=None)
 def _runtime_key(gxx: Path) -> str:
+    """Hash of the compiler and the shim sources; computed once per process (a hot path)."""
     h = hashlib.sha256()
-    h.update(_gxx_version(gxx).encode())
+    h.update(gxx_version(gxx).encode())
     h.update(" ".join(_LIB_FLAGS).encode())
     files = sorted(p for d in (SHIM_DIR, RUNTIME_INCLUDE) for p in d.rglob("*") if p.is_file())
     for path in files:

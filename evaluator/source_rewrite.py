@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 
 from evaluator import cuda_scan as scan
-from evaluator.cuda_scan import CLOSE, ID_CHARS, OPEN
+from evaluator.cuda_scan import ID_CHARS
 
 _SHARED_RE = re.compile(r"\b__shared__\b")
 _ALIGN_RE = re.compile(
@@ -145,20 +145,11 @@ def _skip_template_keyword(b: str, m: int) -> int:
 
 
 def _config_end(b: str, j: int, line: int) -> int:
-    depth = 0
-    while j < len(b):
-        c = b[j]
-        if c in OPEN:
-            depth += 1
-        elif c in CLOSE:
-            depth -= 1
-            if depth < 0:
-                break
-        elif c == ";" and depth == 0:
+    for k in scan.top_level(b, j):
+        if b[k] == ";":
             break
-        elif depth == 0 and b.startswith(">>>", j):
-            return j
-        j += 1
+        if b.startswith(">>>", k):
+            return k
     raise ValueError(f"line {line}: '<<<' without a matching '>>>'")
 
 
@@ -241,22 +232,10 @@ def _statement_span(b: str, pos: int) -> tuple[int, int] | None:
         start = max(start, b.find("#", limit) + 1)
         start = _after_macro_head(b, start)
     start = scan.skip_ws(b, start)  # leading blank lines stay where they are
-    depth = 0
-    for j in range(pos, len(b)):
-        c = b[j]
-        if c in OPEN:
-            depth += 1
-        elif c in CLOSE:
-            depth -= 1
-            if depth < 0:
-                return None
-        elif c == ";" and depth == 0:
-            if directive and "\n" in b[pos:j].replace("\\\n", ""):
-                return None
-            return start, j
-        elif c == "{" and depth == 0:
-            return None
-    return None
+    end = next((j for j in scan.top_level(b, pos) if b[j] == ";"), None)
+    if end is None or (directive and "\n" in b[pos:end].replace("\\\n", "")):
+        return None
+    return start, end
 
 
 def _after_macro_head(b: str, start: int) -> int:

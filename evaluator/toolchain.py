@@ -108,5 +108,6 @@ def toolchain() -> Toolchain:
     return _cached_toolchain(key)
 
 
+@functools.lru_cache(maxsize=None)
 def gxx_version(gxx: Optional[Path] = None) -> str:
     return _version([str(gxx or find_gxx()), "-dumpfullversion"], r"([\d.]+)")
