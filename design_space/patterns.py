@@ -5,7 +5,7 @@ design points into CUDA. Built-in patterns register themselves exactly like plug
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Optional
 
 from design_space.errors import SpecError
 from design_space.model import WorkloadCost
@@ -26,6 +26,11 @@ class Pattern:
     symm_bytes: Callable[[Mapping[str, int], int, DType], int]
     render: Callable[[DesignPoint], str]
     notes: tuple[str, ...] = field(default=())
+    # Why this family renders no template for a point whose values are all supported (a
+    # combination that makes no sense for the workload), or None. Shown to users like a rule.
+    excluded: Callable[[DesignPoint], Optional[str]] = field(default=lambda point: None)
+    # Private scratch one rank needs (ctx.workspace) for a shape; 0 = none.
+    workspace_bytes: Callable[[Mapping[str, int], int, DType], int] = field(default=lambda dims, world, dtype: 0)
 
 
 _PATTERNS: dict[str, Pattern] = {}

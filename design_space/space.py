@@ -40,13 +40,14 @@ def valid_points(
             point = DesignPoint(**dict(zip(DIMENSIONS, combo)))
         except DesignPointError:
             continue
-        if not violations(point, hardware):
+        if not violations(point, hardware) and pattern.excluded(point) is None:
             points.append(point)
     return points
 
 
 def is_valid(point: DesignPoint, pattern: Pattern, hardware: HardwareProfile) -> bool:
-    return all(getattr(point, d) in pattern.supported[d] for d in DIMENSIONS) and not violations(point, hardware)
+    return (all(getattr(point, d) in pattern.supported[d] for d in DIMENSIONS) and not violations(point, hardware)
+            and pattern.excluded(point) is None)
 
 
 def neighbours(point: DesignPoint, values: Mapping[str, tuple]) -> list[tuple[str, DesignPoint]]:

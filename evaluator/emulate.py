@@ -37,7 +37,7 @@ class EmulationSettings:
     iterations: int = 2  # calls per run: the second catches signals that do not survive an epoch
     stall_seconds: float = 3.0
     timeout_s: float = 60.0
-    workspace_bytes: int = 1 << 16
+    workspace_bytes: int = 1 << 16  # at least; a pattern may ask for more
     address_space_bytes: int = 8 << 30
 
 
@@ -76,7 +76,8 @@ def _manifest(case: ReferenceCase, spec: KernelSpec, pattern: Pattern, folder: P
     shim_build.write_manifest(
         path, world=case.world, num_sms=s.num_sms, iterations=s.iterations, stall_seconds=s.stall_seconds,
         dims=dims, dtype_code=spec.dtype.code, symm_bytes=pattern.symm_bytes(case.shape.dims, case.world, spec.dtype),
-        workspace_bytes=s.workspace_bytes, inputs=inputs, outputs=outputs,
+        workspace_bytes=max(s.workspace_bytes, pattern.workspace_bytes(case.shape.dims, case.world, spec.dtype)),
+        inputs=inputs, outputs=outputs,
     )
     return path
 

@@ -73,6 +73,7 @@ static __device__ __forceinline__ unsigned cuco_cta_thread() {
 static __device__ __forceinline__ unsigned cuco_cta_threads() { return blockDim.x * blockDim.y * blockDim.z; }
 
 // CTA-collective: every thread of the CTA calls it; CTA `index` of every rank meets here.
+// Indices [0, CUCO_COLL_BARRIER) belong to the candidate, the rest to the library collectives.
 // Everything written before the barrier on any rank is visible after it on every rank.
 static __device__ __forceinline__ void cuco_barrier(const cuco_ctx& c, int index) {
 #if defined(CUCO_COMM_NCCL)
@@ -128,5 +129,12 @@ static __device__ __forceinline__ void cuco_put_cta(const cuco_ctx& c, int peer,
   cuco_copy_group(static_cast<char*>(cuco_peer(c, peer)) + dst_offset, src, bytes, cuco_cta_thread(),
                   cuco_cta_threads());
 }
+
+// GIN puts, multimem, copy-engine transfers and the host-driven baseline's library collectives.
+#include "cuco_launch.h"
+#include "cuco_gin.h"
+#include "cuco_multimem.h"
+#include "cuco_copy_engine.h"
+#include "cuco_coll.h"
 
 #endif  // CUCO_COMM_H_

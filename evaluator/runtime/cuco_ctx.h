@@ -5,7 +5,7 @@
 // The harness (never the candidate) fills the context: inputs, outputs, symmetric buffers and
 // signal pads. `cuco_run` launches one rank's work on `stream` (side streams must join back
 // into it before returning) and returns 0, or a non-zero code on a launch error.
-// The struct is plain data so kernels can take it by value (~700 bytes, under the 4 KiB limit).
+// The struct is plain data so kernels can take it by value (~720 bytes, under the 4 KiB limit).
 #ifndef CUCO_CTX_H_
 #define CUCO_CTX_H_
 #include <stddef.h>
@@ -23,7 +23,14 @@
 #define CUCO_MAX_BARRIERS 256
 #define CUCO_BAR_FLAGS CUCO_USER_SIGNALS
 #define CUCO_BAR_COUNTS (CUCO_BAR_FLAGS + CUCO_MAX_BARRIERS * CUCO_MAX_RANKS)
-#define CUCO_SIGNAL_SLOTS (CUCO_BAR_COUNTS + CUCO_MAX_BARRIERS)
+// GIN signals (cuco_gin_put / cuco_gin_wait) on the symm and cpu backends; the nccl backend
+// uses NCCL's own GIN signals (ginSignalCount >= CUCO_GIN_SIGNALS) and leaves this region unused.
+#define CUCO_GIN_SIGNALS 4096
+#define CUCO_GIN_CONTEXTS 4
+#define CUCO_GIN_BASE (CUCO_BAR_COUNTS + CUCO_MAX_BARRIERS)
+#define CUCO_SIGNAL_SLOTS (CUCO_GIN_BASE + CUCO_GIN_SIGNALS)
+// Barrier indices from here on belong to the library collectives (cuco_coll_*).
+#define CUCO_COLL_BARRIER 240
 
 // Element type codes (CUCO_DTYPE at build time; ctx.dtype at run time).
 #define CUCO_F32 0
@@ -47,6 +54,9 @@ typedef struct cuco_ctx {
   size_t workspace_bytes;
   uint64_t epoch;                      // 1, 2, 3, ... per call, equal on all ranks
   const void* comm;                    // backend handle in device memory (nccl), else NULL
+  void* multimem;                      // multicast address of the symmetric buffers (symm on
+                                       // NVSwitch), else NULL: cuco_mm_* fall back to peer loops
+  const void* host_comm;               // host-side library communicator (ncclComm_t*), else NULL
 } cuco_ctx;
 
 #endif  // CUCO_CTX_H_

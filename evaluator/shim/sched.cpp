@@ -239,6 +239,11 @@ unsigned long long clock_tick() {
 
 // ------------------------------------------------------------------ the loop
 
+// Asynchronous work outside the SMs that makes progress when nothing else can (the emulated GIN
+// "NIC" of cuco_gin.h registers its delivery here): returns non-zero when it did something.
+static int (*g_progress_hook)(void) = nullptr;
+extern "C" void cuco_emu_set_progress_hook(int (*hook)(void)) { g_progress_hook = hook; }
+
 static Fiber* pick() {
   if (S.host.state == St::Runnable || S.host.state == St::Fresh) return &S.host;
   for (Launch* L : S.active) {
@@ -302,6 +307,10 @@ Hold sched_run_hold(bool* progressed) {
       continue;
     }
     if (S.dirty) continue;
+    if (g_progress_hook && g_progress_hook()) {  // deliver as late as possible: only when idle
+      note_progress();
+      continue;
+    }
     if (!S.spinners.empty() && progress_now() != S.round_start) {
       begin_poll_round();
       continue;

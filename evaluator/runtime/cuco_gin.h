@@ -1,0 +1,104 @@
+// GIN semantics of the cuco comm API: GPU-initiated one-sided puts with remote signals.
+//
+//   cuco_gin_put(c, gctx, peer, dst_offset, src_offset, bytes, slot, inc)
+//     ONE thread posts a put of `bytes` from this rank's symmetric buffer at src_offset into
+//     peer's symmetric buffer at dst_offset; once the data has landed, `inc` is added to the
+//     peer's GIN signal `slot` (slot < 0: no signal). Asynchronous: the source must not change
+//     before cuco_gin_flush, and the destination may be read only after waiting on the signal.
+//   cuco_gin_wait(c, slot, at_least)   this thread waits until its own GIN signal reaches at_least.
+//   cuco_gin_flush(c, gctx)            every put this rank posted on gctx has consumed its source.
+//
+// nccl: ncclGin put with a strong signal add (the signal implies every earlier put on that context
+// to that peer has settled), waitSignal, flush. symm: the posting thread copies, fences and signals
+// (no NIC on one node; same semantics). cpu: a faithful emulation of the asynchrony -- puts sit in
+// a queue and are delivered one at a time only when nothing else in the rank can run (as late as
+// the semantics allow); flush snapshots the sources but still delivers late. So a consumer that
+// reads before waiting, or a producer that reuses a source before flushing, fails emulation.
+#ifndef CUCO_GIN_H_
+#define CUCO_GIN_H_
+
+#if defined(CUCO_COMM_NCCL)
+static __device__ __forceinline__ void cuco_gin_put(const cuco_ctx& c, int gctx, int peer, size_t dst_offset,
+                                                    size_t src_offset, size_t bytes, int slot, uint64_t inc) {
+  const cuco_nccl_comm& nc = cuco_nccl(c);
+  ncclGin gin(nc.dev, gctx);
+  if (slot >= 0)
+    gin.put(ncclTeamWorld(nc.dev), peer, nc.symm_win, dst_offset, nc.symm_win, src_offset, bytes,
+            ncclGin_StrongSignalAdd{(ncclGinSignal_t)slot, inc});
+  else
+    gin.put(ncclTeamWorld(nc.dev), peer, nc.symm_win, dst_offset, nc.symm_win, src_offset, bytes);
+}
+static __device__ __forceinline__ void cuco_gin_wait(const cuco_ctx& c, int slot, uint64_t at_least) {
+  ncclGin gin(cuco_nccl(c).dev, 0);
+  gin.waitSignal(ncclCoopThread(), (ncclGinSignal_t)slot, at_least);
+}
+static __device__ __forceinline__ void cuco_gin_flush(const cuco_ctx& c, int gctx) {
+  ncclGin gin(cuco_nccl(c).dev, gctx);
+  gin.flush(ncclCoopThread());
+}
+
+#elif defined(CUCO_COMM_SYMM)
+static __device__ __forceinline__ void cuco_gin_put(const cuco_ctx& c, int, int peer, size_t dst_offset,
+                                                    size_t src_offset, size_t bytes, int slot, uint64_t inc) {
+  cuco_copy_group(static_cast<char*>(cuco_peer(c, peer)) + dst_offset,
+                  static_cast<const char*>(c.symm) + src_offset, bytes, 0, 1);
+  if (slot >= 0) cuco_signal_add(c, peer, CUCO_GIN_BASE + slot, inc);
+}
+static __device__ __forceinline__ void cuco_gin_wait(const cuco_ctx& c, int slot, uint64_t at_least) {
+  cuco_wait(c, CUCO_GIN_BASE + slot, at_least);
+}
+static __device__ __forceinline__ void cuco_gin_flush(const cuco_ctx&, int) {}
+
+#else  // CUCO_COMM_CPU
+#include <stdlib.h>
+#include <string.h>
+#define CUCO_GIN_QUEUE 4096
+extern "C" void cuco_emu_set_progress_hook(int (*hook)(void));
+
+struct cuco_gin_op {
+  char* dst;
+  const char* src;
+  char* staged;  // snapshot of the source taken by a flush, delivered instead of src
+  size_t bytes;
+  uint64_t* signal;
+  uint64_t inc;
+  int gctx;
+};
+static cuco_gin_op cuco_gin_queue[CUCO_GIN_QUEUE];
+static size_t cuco_gin_head, cuco_gin_tail;  // pending ops are [head, tail) modulo the size
+
+// The "NIC": deliver the oldest pending put (data, then its signal). Returns 1 if it did.
+static int cuco_gin_deliver_one(void) {
+  if (cuco_gin_head == cuco_gin_tail) return 0;
+  cuco_gin_op& op = cuco_gin_queue[cuco_gin_head++ % CUCO_GIN_QUEUE];
+  memcpy(op.dst, op.staged ? op.staged : op.src, op.bytes);
+  free(op.staged);
+  op.staged = nullptr;
+  if (op.signal) {
+    cuco_fence_system();
+    cuco_add_release(op.signal, op.inc);
+  }
+  return 1;
+}
+static void cuco_gin_put(const cuco_ctx& c, int gctx, int peer, size_t dst_offset, size_t src_offset,
+                         size_t bytes, int slot, uint64_t inc) {
+  static bool hooked = false;
+  if (!hooked) cuco_emu_set_progress_hook(cuco_gin_deliver_one), hooked = true;
+  if (cuco_gin_tail - cuco_gin_head == CUCO_GIN_QUEUE) cuco_gin_deliver_one();  // a full queue progresses
+  cuco_gin_op& op = cuco_gin_queue[cuco_gin_tail++ % CUCO_GIN_QUEUE];
+  op = cuco_gin_op{static_cast<char*>(cuco_peer(c, peer)) + dst_offset, static_cast<const char*>(c.symm) + src_offset,
+                   nullptr, bytes, slot >= 0 ? cuco_peer_signals(c, peer) + CUCO_GIN_BASE + slot : nullptr, inc, gctx};
+}
+static void cuco_gin_wait(const cuco_ctx& c, int slot, uint64_t at_least) { cuco_wait(c, CUCO_GIN_BASE + slot, at_least); }
+static void cuco_gin_flush(const cuco_ctx&, int gctx) {
+  for (size_t i = cuco_gin_head; i != cuco_gin_tail; ++i) {
+    cuco_gin_op& op = cuco_gin_queue[i % CUCO_GIN_QUEUE];
+    if (op.gctx == gctx && !op.staged) {
+      op.staged = static_cast<char*>(malloc(op.bytes ? op.bytes : 1));
+      memcpy(op.staged, op.src, op.bytes);
+    }
+  }
+}
+#endif
+
+#endif  // CUCO_GIN_H_
