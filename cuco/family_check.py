@@ -40,12 +40,13 @@ class FamilyReport:
 
 
 def check_family(spec: KernelSpec, cache_dir: Path, *, sample: Optional[int] = None, seed: int = 0,
-                 workers: int = 2, arch: Optional[str] = None,
+                 workers: int = 2, hardware: Optional[str] = None,
                  on_result: Callable[[PointResult], None] = lambda r: None) -> FamilyReport:
-    pattern, hw = get_pattern(spec.pattern), get_profile(spec.hardware)
+    """Points valid on ``hardware`` (default: the spec's), built for that profile's arch."""
+    pattern, hw = get_pattern(spec.pattern), get_profile(hardware or spec.hardware)
     points = valid_points(pattern, hw, spec.restrictions)
     chosen = points if sample is None or sample >= len(points) else random.Random(seed).sample(points, sample)
-    evaluator = Evaluator(spec, EvaluatorConfig(cache_dir=cache_dir, arch=arch))
+    evaluator = Evaluator(spec, EvaluatorConfig(cache_dir=cache_dir, arch=hw.arch))
     evaluator.prepare()
     start = time.monotonic()
 

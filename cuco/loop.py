@@ -19,9 +19,10 @@ from typing import Callable, Optional
 
 from agents import ProposalRequest, create_proposer
 from candidates_db import Store
+from design_space.space import why_not_rendered
 from design_space import (
     Candidate, ConfigError, CucoError, DesignPoint, DesignPointError, Evaluation, KernelSpec, Origin, OriginKind, RunInfo,
-    RunStatus, StoreError, get_pattern, get_profile, is_valid,
+    RunStatus, StoreError, get_pattern, get_profile,
 )
 from evaluator.cascade import Evaluator, EvaluatorConfig
 from evaluator.emulate import EmulationSettings
@@ -53,9 +54,10 @@ def check_seed_points(points: tuple[DesignPoint, ...], spec: KernelSpec) -> None
     pattern, hw = get_pattern(spec.pattern), get_profile(spec.hardware)
     for p in points:
         p.check_hardware(hw)
-        if not is_valid(p, pattern, hw):
-            raise DesignPointError(f"the {pattern.name} templates do not render {p.key()}",
-                                   "see `cuco render --help` and the pattern's supported values in the README")
+        why = why_not_rendered(p, pattern, hw)
+        if why:
+            raise DesignPointError(f"cannot start from {p.key()}: {why}",
+                                   "pick another point; `cuco space SPEC` lists the valid ones")
 
 
 @dataclass(frozen=True)

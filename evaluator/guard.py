@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from design_space.candidate import EVOLVE_END, EVOLVE_START
-from design_space.dimensions import Issuer, Placement, SyncScope
+from design_space.dimensions import Backend, Issuer, Placement, SyncScope
 from design_space.point import DesignPoint
 from evaluator import cuda_scan as scan
 
@@ -126,6 +126,45 @@ def _uses(code: str, name: str) -> bool:
     return re.search(rf"\b{name}\b", code) is not None
 
 
+# What each backend's transfers look like in code, and how each backend signals and waits.
+_BACKEND_CALLS = {
+    Backend.LSA: ("cuco_put_thread", "cuco_put_warp", "cuco_put_cta", "cuco_peer"),
+    Backend.GIN: ("cuco_gin_put",),
+    Backend.MULTIMEM: ("cuco_mm_ld_reduce", "cuco_mm_ld_reduce2", "cuco_mm_st", "cuco_mm_st2"),
+    Backend.COPY_ENGINE: ("cuco_ce_put", "cuco_ce_get"),
+    Backend.HOST_NCCL: ("cuco_coll_allgather", "cuco_coll_reduce_scatter", "cuco_coll_allreduce",
+                        "cuco_coll_alltoall", "cuco_coll_sendrecv"),
+}
+_DEVICE_INITIATED = ("cuco_put_thread", "cuco_put_warp", "cuco_put_cta", "cuco_gin_put", "cuco_mm_st", "cuco_mm_st2",
+                     "cuco_signal_add")
+_SIGNALS = ("cuco_signal_add", "cuco_gin_put", "cuco_ce_signal")
+_WAITS = ("cuco_wait", "cuco_gin_wait", "cuco_ce_wait")
+
+
+def _point_backend(code: str, point: DesignPoint) -> list[Finding]:
+    """The declared backend's transfers and the declared sync scope's signals appear in the code."""
+    out = []
+    uses = lambda names: any(_uses(code, n) for n in names)  # noqa: E731
+    backend = point.backend
+    if not uses(_BACKEND_CALLS[backend]):
+        out.append(Finding("point_backend", f"declared {point.key()} but {backend.value} code never calls any of "
+                                            f"{', '.join(_BACKEND_CALLS[backend])}"))
+    if backend is Backend.HOST_NCCL and uses(_DEVICE_INITIATED):
+        out.append(Finding("point_backend", f"declared {point.key()} but the host-driven baseline must not move data "
+                                            "or signal from the device"))
+    if point.sync_scope is SyncScope.GLOBAL_BARRIER:
+        # a barrier, GIN's wait for every peer's puts, or the library collective's own synchronisation
+        sync = {Backend.GIN: ("cuco_barrier", "cuco_gin_wait"), Backend.HOST_NCCL: _BACKEND_CALLS[Backend.HOST_NCCL]}
+        names = sync.get(backend, ("cuco_barrier",))
+        if not uses(names):
+            out.append(Finding("point_sync_scope", f"declared {point.key()} but global_barrier code never calls "
+                                                   f"{' or '.join(names)}"))
+    elif not (uses(_SIGNALS) and uses(_WAITS)):
+        out.append(Finding("point_sync_scope", f"declared {point.key()} but {point.sync_scope.value} code must signal "
+                                               f"({' / '.join(_SIGNALS)}) and wait ({' / '.join(_WAITS)})"))
+    return out
+
+
 def _point(code: str, point: DesignPoint) -> list[Finding]:
     out = []
 
@@ -141,13 +180,12 @@ def _point(code: str, point: DesignPoint) -> list[Finding]:
         need(not side, "point_placement", "sequential code must not fork a second stream")
     else:
         need(side, "point_placement", f"{point.placement.value} needs a second stream joined by cudaStreamWaitEvent")
-    if point.sync_scope is SyncScope.GLOBAL_BARRIER:
-        need(_uses(code, "cuco_barrier"), "point_sync_scope", "global_barrier code never calls cuco_barrier")
-    else:
-        need(_uses(code, "cuco_wait") and _uses(code, "cuco_signal_add"), "point_sync_scope",
-             f"{point.sync_scope.value} code must signal (cuco_signal_add) and wait (cuco_wait)")
+    out += _point_backend(code, point)
     puts = {i for i in (Issuer.THREAD, Issuer.WARP, Issuer.CTA) if _uses(code, f"cuco_put_{i.value}")}
-    if puts and point.issuer in (Issuer.THREAD, Issuer.WARP, Issuer.CTA):
+    if point.issuer is Issuer.COPY_ENGINE:
+        need(not puts, "point_issuer", f"the copy engines issue the transfers, yet the code puts with "
+                                       f"{sorted(i.value for i in puts)}")
+    elif puts:
         need(point.issuer in puts, "point_issuer", f"the code puts with {sorted(i.value for i in puts)}")
     for macro, value in (("CHUNK_BYTES", point.chunk_bytes), ("COMM_CTAS", point.comm_ctas)):
         m = re.search(rf"#\s*define\s+{macro}\s+\(?(\d+)", code)

@@ -1,9 +1,11 @@
-"""CUDA text of the all-gather + GEMM template family, in pieces the renderer composes.
+"""CUDA text of the all-gather + GEMM template family: the frozen problem, the constants and
+the GEMM that every design point shares. Communication pieces live in allgather_gemm_cuda_comm,
+host entries in allgather_gemm_cuda_host.
 
 Rank r holds A_r [M/n, K] (ctx.in[0]) and B_r [K, N/n] (ctx.in[1]); it computes
-C_r = allgather(A) @ B_r [M, N/n] (ctx.out[0]). Peers put their A shards into every rank's
-symmetric buffer (the gathered A, [M, K]); a rank reads its own rows straight from A_r.
-Output tiles are shard-aligned, so a tile's rows come from exactly one rank.
+C_r = allgather(A) @ B_r [M, N/n] (ctx.out[0]). Peers' A shards land in every rank's symmetric
+buffer (the gathered A, [M, K]); a rank reads its own rows straight from A_r. Output tiles are
+shard-aligned, so a tile's rows come from exactly one rank.
 """
 
 HEADER = r"""// cuco candidate -- pattern: allgather_gemm
@@ -35,7 +37,7 @@ CONSTANTS = r"""
 #define BM 32
 #define BN 32
 #define BK 32
-#define MAX_CHUNKS 1024  // per shard; MAX_CHUNKS * CUCO_MAX_RANKS <= CUCO_USER_SIGNALS
+#define MAX_CHUNKS @MAX_CHUNKS@  // per shard; MAX_CHUNKS * CUCO_MAX_RANKS fits the signal slots
 
 // Rows of A per transfer chunk: CHUNK_BYTES worth, at least one row, at most MAX_CHUNKS chunks.
 static __host__ __device__ __forceinline__ int64_t chunk_rows(const Problem& p) {
@@ -49,6 +51,22 @@ static __host__ __device__ __forceinline__ int64_t num_chunks(const Problem& p) 
   return (p.shard + rows - 1) / rows;
 }
 
+// Chunk `chunk` of this rank's shard: its bytes, where they come from, and their byte offset in
+// every rank's symmetric buffer (the gathered A's layout).
+struct Span {
+  size_t off, bytes;
+  const char* src;
+};
+static __host__ __device__ __forceinline__ Span chunk_span(const cuco_ctx& c, const Problem& p, int64_t chunk) {
+  const int64_t rows = chunk_rows(p), r0 = chunk * rows, r1 = r0 + rows < p.shard ? r0 + rows : p.shard;
+  const size_t row_bytes = (size_t)p.K * sizeof(cuco_t);
+  return Span{(size_t)(c.rank * p.shard + r0) * row_bytes, (size_t)(r1 - r0) * row_bytes,
+              static_cast<const char*>(c.in[0]) + (size_t)r0 * row_bytes};
+}
+"""
+
+# Row `row` of the gathered A when peers' rows sit in the gathered layout.
+A_ROW_GATHERED = r"""
 // Row `row` of the gathered A: own rows from the input, peers' rows from the symmetric buffer.
 static __device__ __forceinline__ const cuco_t* a_row(const cuco_ctx& c, const Problem& p, int64_t row) {
   const int64_t lo = (int64_t)c.rank * p.shard;
@@ -57,91 +75,18 @@ static __device__ __forceinline__ const cuco_t* a_row(const cuco_ctx& c, const P
 }
 """
 
-SIGNAL_PER_TILE = r"""
-// per_tile_signal: slot (source rank, chunk) counts one arrival per call.
-static __device__ __forceinline__ void signal_chunk(const cuco_ctx& c, int peer, int64_t chunk) {
-  cuco_signal_add(c, peer, (int)(c.rank * MAX_CHUNKS + chunk), 1);
-}
-static __device__ void wait_rows(const cuco_ctx& c, const Problem& p, int src, int64_t lo, int64_t hi) {
-  const int64_t rows = chunk_rows(p);
-  for (int64_t ch = lo / rows; ch <= (hi - 1) / rows; ++ch) cuco_wait(c, (int)(src * MAX_CHUNKS + ch), c.epoch);
-}
-"""
-
-SIGNAL_PER_PEER = r"""
-// per_peer_signal: slot (source rank) counts one arrival per chunk, num_chunks per call.
-static __device__ __forceinline__ void signal_chunk(const cuco_ctx& c, int peer, int64_t chunk) {
-  cuco_signal_add(c, peer, c.rank, 1);
-}
-static __device__ void wait_rows(const cuco_ctx& c, const Problem& p, int src, int64_t lo, int64_t hi) {
-  cuco_wait(c, src, c.epoch * (uint64_t)num_chunks(p));
-}
-"""
-
-SIGNAL_GLOBAL = r"""
-// global_barrier: no per-chunk signals; a cross-rank barrier follows the whole transfer.
-static __device__ __forceinline__ void signal_chunk(const cuco_ctx&, int, int64_t) {}
-static __device__ __forceinline__ void wait_rows(const cuco_ctx&, const Problem&, int, int64_t, int64_t) {}
-
-__global__ void __launch_bounds__(32) barrier_kernel(cuco_ctx c) { cuco_barrier(c, 0); }
-"""
-
-PUSH_COMMON = r"""
-// Work item -> (peer, chunk): peer-major, nearest consumer first (rank r-1 reads shard r first).
-static __device__ __forceinline__ void push_item(const cuco_ctx& c, const Problem& p, int64_t ch0, int64_t nch,
-                                                 int64_t item, int* peer, int64_t* chunk, size_t* off,
-                                                 const char** src, size_t* bytes) {
-  const int d = 1 + (int)(item / nch);
-  *peer = (c.rank - d + c.world) % c.world;
-  *chunk = ch0 + item % nch;
-  const int64_t rows = chunk_rows(p), r0 = *chunk * rows;
-  const int64_t r1 = r0 + rows < p.shard ? r0 + rows : p.shard;
-  const size_t row_bytes = (size_t)p.K * sizeof(cuco_t);
-  *off = (size_t)(c.rank * p.shard + r0) * row_bytes;
-  *src = static_cast<const char*>(c.in[0]) + (size_t)r0 * row_bytes;
-  *bytes = (size_t)(r1 - r0) * row_bytes;
-}
-"""
-
-PUSH_CTA = r"""
-// issuer cta: a whole CTA moves one chunk to one peer, then one thread signals.
-static __device__ void push_chunks(const cuco_ctx& c, const Problem& p, int64_t ch0, int64_t ch1, int cta, int ncta) {
-  const int64_t nch = ch1 - ch0, items = (int64_t)(c.world - 1) * nch;
-  for (int64_t item = cta; item < items; item += ncta) {
-    int peer; int64_t chunk; size_t off, bytes; const char* src;
-    push_item(c, p, ch0, nch, item, &peer, &chunk, &off, &src, &bytes);
-    cuco_put_cta(c, peer, off, src, bytes);
-    __syncthreads();
-    if (threadIdx.x == 0) signal_chunk(c, peer, chunk);
-  }
-}
-"""
-
-PUSH_WARP = r"""
-// issuer warp: each warp moves whole chunks on its own; lane 0 signals.
-static __device__ void push_chunks(const cuco_ctx& c, const Problem& p, int64_t ch0, int64_t ch1, int cta, int ncta) {
-  const int64_t nch = ch1 - ch0, items = (int64_t)(c.world - 1) * nch;
-  const int warps = blockDim.x / 32, lane = threadIdx.x % 32;
-  for (int64_t item = (int64_t)cta * warps + threadIdx.x / 32; item < items; item += (int64_t)ncta * warps) {
-    int peer; int64_t chunk; size_t off, bytes; const char* src;
-    push_item(c, p, ch0, nch, item, &peer, &chunk, &off, &src, &bytes);
-    cuco_put_warp(c, peer, off, src, bytes);
-    __syncwarp();
-    if (lane == 0) signal_chunk(c, peer, chunk);
-  }
-}
-"""
-
-PUSH_THREAD = r"""
-// issuer thread: each thread moves whole chunks by itself and signals them.
-static __device__ void push_chunks(const cuco_ctx& c, const Problem& p, int64_t ch0, int64_t ch1, int cta, int ncta) {
-  const int64_t nch = ch1 - ch0, items = (int64_t)(c.world - 1) * nch;
-  for (int64_t item = (int64_t)cta * blockDim.x + threadIdx.x; item < items; item += (int64_t)ncta * blockDim.x) {
-    int peer; int64_t chunk; size_t off, bytes; const char* src;
-    push_item(c, p, ch0, nch, item, &peer, &chunk, &off, &src, &bytes);
-    cuco_put_thread(c, peer, off, src, bytes);
-    signal_chunk(c, peer, chunk);
-  }
+# host_nccl + stream_overlap: one library all-gather per chunk lays chunk ch of every rank out
+# contiguously ([chunk][rank][rows]), so a row's home depends on its chunk.
+A_ROW_CHUNKED = r"""
+// Row `row` of the gathered A: own rows from the input; peers' rows where the per-chunk
+// all-gathers put them (chunk ch of every rank side by side, chunk after chunk).
+static __device__ __forceinline__ const cuco_t* a_row(const cuco_ctx& c, const Problem& p, int64_t row) {
+  const int src = (int)(row / p.shard);
+  const int64_t local = row % p.shard;
+  if (src == c.rank) return static_cast<const cuco_t*>(c.in[0]) + local * p.K;
+  const int64_t rows = chunk_rows(p), ch = local / rows;
+  const int64_t in_chunk = p.shard - ch * rows < rows ? p.shard - ch * rows : rows;
+  return static_cast<const cuco_t*>(c.symm) + (ch * rows * c.world + src * in_chunk + local % rows) * p.K;
 }
 """
 
@@ -204,10 +149,6 @@ static __device__ void run_tiles(const cuco_ctx& c, const Problem& p, TileRange 
 """
 
 KERNELS_SPLIT = r"""
-__global__ void __launch_bounds__(THREADS) comm_kernel(cuco_ctx c, int64_t ch0, int64_t ch1) {
-  push_chunks(c, problem(c), ch0, ch1, blockIdx.x, gridDim.x);
-}
-
 __global__ void __launch_bounds__(THREADS) gemm_kernel(cuco_ctx c, TileRange tr, int wait) {
   run_tiles(c, problem(c), tr, wait != 0, blockIdx.x, gridDim.x);
 }
@@ -246,68 +187,4 @@ static int ensure_side_stream() {
   }
   return (int)cudaGetLastError();
 }
-"""
-
-HOST_SEQUENTIAL = r"""
-extern "C" int cuco_run(const cuco_ctx* ctx, cudaStream_t stream) {
-  const cuco_ctx& c = *ctx;
-  const Problem p = problem(c);
-  comm_kernel<<<COMM_CTAS, THREADS, 0, stream>>>(c, 0, num_chunks(p));
-  barrier_kernel<<<1, 32, 0, stream>>>(c);
-  launch_gemm(c, p, TileRange{0, c.world, 0, p.shard}, 0, stream);
-  return (int)cudaGetLastError();
-}
-// EVOLVE-BLOCK-END
-"""
-
-# Both two-stream placements: fork a side stream for the puts, compute the own rows at once,
-# then the remote rows as the @REMOTE@ strategy says, and join the side stream back.
-HOST_TWO_STREAMS = r"""
-extern "C" int cuco_run(const cuco_ctx* ctx, cudaStream_t stream) {
-  const cuco_ctx& c = *ctx;
-  const Problem p = problem(c);
-  if (int err = ensure_side_stream()) return err;
-@PRELUDE@
-  cudaEventRecord(g_fork, stream);
-  cudaStreamWaitEvent(g_side, g_fork, 0);
-@PUSH@
-@AFTER_PUSH@
-  launch_gemm(c, p, TileRange{0, 1, 0, p.shard}, 0, stream);@OWN_ROWS@
-@REMOTE@
-  cudaEventRecord(g_join, g_side);
-  cudaStreamWaitEvent(stream, g_join, 0);
-  return (int)cudaGetLastError();
-}
-// EVOLVE-BLOCK-END
-"""
-
-PUSH_PER_CHUNK = r"""  for (int64_t ch = 0; ch < nch; ++ch) comm_kernel<<<COMM_CTAS, THREADS, 0, g_side>>>(c, ch, ch + 1);"""
-PUSH_ALL_EARLY = r"""  comm_kernel<<<COMM_CTAS, THREADS, 0, g_side>>>(c, 0, num_chunks(p));  // put early"""
-
-AFTER_PUSH_BARRIER = r"""  barrier_kernel<<<1, 32, 0, g_side>>>(c);
-  cudaEventRecord(g_join, g_side);"""
-
-REMOTE_AFTER_BARRIER = r"""  cudaStreamWaitEvent(stream, g_join, 0);  // wait late: only the remote rows need the transfer
-  launch_gemm(c, p, TileRange{1, c.world, 0, p.shard}, 0, stream);"""
-
-REMOTE_PER_PEER = r"""  for (int i = 1; i < c.world; ++i) launch_gemm(c, p, TileRange{i, i + 1, 0, p.shard}, 1, stream);"""
-
-REMOTE_PER_CHUNK = r"""  const int64_t rows = chunk_rows(p);
-  for (int i = 1; i < c.world; ++i)
-    for (int64_t ch = 0; ch < nch; ++ch) {
-      const int64_t hi = (ch + 1) * rows < p.shard ? (ch + 1) * rows : p.shard;
-      launch_gemm(c, p, TileRange{i, i + 1, ch * rows, hi}, 1, stream);
-    }"""
-
-REMOTE_WAIT_IN_KERNEL = r"""  launch_gemm(c, p, TileRange{1, c.world, 0, p.shard}, 1, stream);  // each tile waits for its rows"""
-
-HOST_FUSED = r"""
-extern "C" int cuco_run(const cuco_ctx* ctx, cudaStream_t stream) {
-  const cuco_ctx& c = *ctx;
-  // Every CTA must be co-resident (compute CTAs wait on comm CTAs): one CTA per SM.
-  const int compute = c.num_sms - COMM_CTAS > 1 ? c.num_sms - COMM_CTAS : 1;
-  fused_kernel<<<COMM_CTAS + compute, THREADS, 0, stream>>>(c);
-  return (int)cudaGetLastError();
-}
-// EVOLVE-BLOCK-END
 """

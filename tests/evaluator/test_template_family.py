@@ -59,3 +59,52 @@ def test_a_missing_wait_fails_every_time(example_evaluator):
     statuses = {example_evaluator.evaluate(ds.Candidate(origin=ds.Origin(kind="manual"), source=broken)).status
                 for _ in range(10)}
     assert statuses == {ds.Status.WRONG_RESULT}
+
+
+def _replace(src: str, old: str, new: str) -> str:
+    assert old in src, f"mutation found nothing to replace: {old!r}"
+    return src.replace(old, new)
+
+
+# (point, old text, new text, statuses that count as caught): the other backends' synchronisation,
+# a wrong destination offset and a dropped chunk
+BACKEND_MUTATIONS = [
+    ("gin/stream_overlap/per_tile_signal/warp/4K/2", "  cuco_gin_wait(c, slot, at_least);", "", {"wrong_result"}),
+    ("gin/split_put_wait/global_barrier/cta/16K/2", "barrier_kernel<<<1, 32, 0, g_side>>>(c);", "", {"wrong_result"}),
+    ("multimem/fused_persistent/per_peer_signal/cta/4K/2", "  cuco_wait(c, slot, at_least);", "", {"wrong_result"}),
+    ("copy_engine/stream_overlap/per_tile_signal/copy_engine/4K/1", "  cuco_wait(c, slot, at_least);", "",
+     {"wrong_result"}),
+    ("host_nccl/stream_overlap/global_barrier/cta/4K/1", "cudaStreamWaitEvent(stream, g_chunk_done[ch], 0);", "",
+     {"wrong_result"}),
+    ("lsa/split_put_wait/per_tile_signal/cta/4K/2", "(size_t)(c.rank * p.shard + r0) * row_bytes",
+     "(size_t)r0 * row_bytes", {"wrong_result", "timeout"}),
+    ("lsa/stream_overlap/global_barrier/warp/4K/2", "ch < nch; ++ch) comm_launch", "ch + 1 < nch; ++ch) comm_launch",
+     {"wrong_result"}),
+    ("copy_engine/stream_overlap/per_peer_signal/copy_engine/4K/1", "ch < nch; ++ch) comm_launch",
+     "ch + 1 < nch; ++ch) comm_launch", {"timeout"}),
+]
+
+
+@pytest.mark.parametrize("key, old, new, caught", BACKEND_MUTATIONS,
+                         ids=[f"{k.split('/')[0]}-{k.split('/')[1]}-{o.strip()[:18]}" for k, o, _, _ in BACKEND_MUTATIONS])
+def test_broken_transfers_of_every_backend_fail_emulation(example_evaluator, key, old, new, caught):
+    point = ds.DesignPoint.parse_key(key)
+    source = PATTERN.render(point)
+    assert example_evaluator.evaluate(ds.Candidate(origin=ds.Origin(kind="template"), source=source,
+                                                   point=point)).status is ds.Status.OK
+    ev = example_evaluator.evaluate(ds.Candidate(origin=ds.Origin(kind="manual"), source=_replace(source, old, new)))
+    assert ev.status.value in caught, ev.reason
+
+
+def test_every_backend_renders_its_own_mechanism():
+    calls = {"lsa": "cuco_put_", "gin": "cuco_gin_put(", "multimem": "cuco_mm_st2(", "copy_engine": "cuco_ce_put(",
+             "host_nccl": "cuco_coll_allgather("}
+    points = ds.valid_points(PATTERN, ds.get_profile("H100"))
+    for backend, call in calls.items():
+        mine = [p for p in points if p.backend.value == backend]
+        assert mine, backend
+        for p in mine[:: max(1, len(mine) // 20)]:
+            src = PATTERN.render(p)
+            assert call in src, (p.key(), call)
+            others = [c for b, c in calls.items() if b != backend and c in src.split("EVOLVE-BLOCK-START")[1]]
+            assert not others, (p.key(), others)
