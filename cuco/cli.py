@@ -97,15 +97,52 @@ def render(
 ) -> None:
     """Print the CUDA source the templates render for one design point."""
     from cuco.spec_loader import load_spec
-    from design_space import DesignPoint, DesignPointError, get_pattern, get_profile, is_valid
+    from design_space import DesignPoint, DesignPointError, get_pattern, get_profile
+    from design_space.space import why_not_rendered
     s = load_spec(spec)
     p = DesignPoint.parse_key(point)
     p.check_hardware(get_profile(s.hardware))
     pattern = get_pattern(s.pattern)
-    if not is_valid(p, pattern, get_profile(s.hardware)):
-        raise DesignPointError(f"the {pattern.name} templates do not render {p.key()}",
-                               f"choose values among {dict((k, [getattr(v, 'value', v) for v in vs]) for k, vs in pattern.supported.items())}")
+    why = why_not_rendered(p, pattern, get_profile(s.hardware))
+    if why:
+        raise DesignPointError(f"cannot render {p.key()}: {why}", f"`cuco space {spec}` lists the valid points")
     sys.stdout.write(pattern.render(p))
+
+
+@app.command()
+@_guarded
+def space(
+    spec: Path = typer.Argument(..., help="spec folder (with spec.py) or spec .py file"),
+    hardware: Optional[str] = typer.Option(None, help="hardware profile BASE[:NODESxGPUS][:NETWORK] (default: the spec's), e.g. H100, A100, B200, H100:2x8:ib400"),
+    world: Optional[int] = typer.Option(None, min=1, help="world size to model (default: the spec's largest)"),
+    shape: Optional[str] = typer.Option(None, help="shape ranking the best points (default: the headline shape)"),
+    top: int = typer.Option(10, min=0, help="best points to list"),
+    point: Optional[str] = typer.Option(None, help="check one design point, e.g. "
+                                                   "lsa/fused_persistent/per_tile_signal/warp/64K/8"),
+    json_out: bool = typer.Option(False, "--json", help="print JSON"),
+) -> None:
+    """Show SPEC's design space: dimensions, rules, valid points, bounds and the best points (simulated)."""
+    from cuco.space_command import run_space
+    run_space(spec, hardware=hardware, world=world, shape=shape, top=top, point=point, json_out=json_out,
+              console=_console())
+
+
+@app.command()
+@_guarded
+def init(
+    out: Path = typer.Option(..., help="spec folder to create"),
+    from_reference: Optional[Path] = typer.Option(None, help="your .py with a torch reference and an input builder"),
+    from_seed: Optional[Path] = typer.Option(None, help="a host-driven .cu (NCCL host collectives + cuBLAS/kernels)"),
+    reference: str = typer.Option("reference", help="reference function in --from-reference"),
+    inputs: str = typer.Option("make_inputs", help="input builder function in --from-reference"),
+    pattern: Optional[str] = typer.Option(None, help="fusion pattern (default: detected from the collectives)"),
+    name: Optional[str] = typer.Option(None, help="spec name (default: from the file name)"),
+    force: bool = typer.Option(False, help="write into a non-empty --out"),
+) -> None:
+    """Scaffold a spec folder (spec.py, reference.py, README.md) from a torch reference or a host-driven .cu."""
+    from cuco.init_command import run_init
+    run_init(out=out, from_reference=from_reference, from_seed=from_seed, reference=reference, inputs=inputs,
+             pattern=pattern, name=name, force=force, console=_console())
 
 
 def main() -> None:

@@ -45,7 +45,12 @@ def load_spec(path: str | Path) -> KernelSpec:
 def check_spec(spec: KernelSpec) -> None:
     """Raise ``SpecError`` when the spec does not fit its pattern or hardware."""
     pattern = get_pattern(spec.pattern)
-    get_profile(spec.hardware)
+    hw = get_profile(spec.hardware)
+    for world in spec.world_sizes:
+        problem = hw.world_problem(world)
+        if problem:
+            raise SpecError(problem, "lower world_sizes or name a bigger topology, e.g. "
+                                     f"hardware='{hw.name.split(':')[0]}:2x{hw.gpus_per_node}:ib400'")
     for case in (*spec.shapes, *spec.emulation_shapes):
         missing = [d for d in pattern.dims if d not in case.dims]
         if missing:

@@ -38,21 +38,24 @@ class Issuer(str, Enum):
 # costs more than the bytes it moves) to 4 MiB (above this, a shard of a decode-sized GEMM is
 # one chunk and nothing pipelines).
 CHUNK_BYTES: tuple[int, ...] = tuple(1 << e for e in range(12, 23, 2))
-# SMs given to communication. Every SM taken stretches compute by N_SM / (N_SM - s).
+# SMs given to communication. Every SM taken stretches compute by N_SM / (N_SM - s); at most a
+# quarter of the SMs (rules.py). copy_engine and host_nccl use none of ours and take 1.
 COMM_CTAS: tuple[int, ...] = (1, 2, 4, 8, 16, 32)
 
 DIMENSION_DOCS: dict[str, dict[str, str]] = {
     "backend": {
-        "lsa": "Peer loads/stores over NVLink through load/store-accessible (LSA) peer pointers; "
-        "SMs move the bytes.",
-        "gin": "GPU-initiated one-sided put with remote signal (NCCL GIN); works across nodes; "
-        "the NIC moves the bytes.",
-        "multimem": "NVLink SHARP: in-switch reduce/broadcast through multicast addresses; "
-        "Hopper+ with NVSwitch only.",
-        "copy_engine": "Peer memcpy driven by the DMA copy engines; uses no SMs, ordered by "
-        "stream events.",
+        "lsa": "Peer loads/stores through load/store-accessible (LSA) peer pointers over NVLink or PCIe "
+        "P2P; SMs move the bytes; every rank in one node.",
+        "gin": "GPU-initiated one-sided put with remote signal (NCCL GIN); the NIC moves the bytes, so "
+        "it works across nodes (inside a node it runs at NIC, not NVLink, bandwidth); one thread "
+        "issues each put.",
+        "multimem": "NVLink SHARP: in-switch reduce/broadcast through multicast addresses (an "
+        "AllReduce moves ~(n+1)/n S instead of 2(n-1)/n S); Hopper+ with NVSwitch, one node; "
+        "SMs issue the switch operations.",
+        "copy_engine": "Peer memcpy driven by the DMA copy engines, enqueued from the host per chunk; "
+        "uses no SMs (comm_ctas 1), below SM-push bandwidth on NVLink; one node.",
         "host_nccl": "Host-driven baseline: cuBLAS/kernel then an NCCL collective launched "
-        "from the host.",
+        "from the host (NCCL's own kernels, comm_ctas 1); works across nodes.",
     },
     "placement": {
         "sequential": "Compute after communication (or the reverse); no overlap.",
@@ -75,5 +78,6 @@ DIMENSION_DOCS: dict[str, dict[str, str]] = {
         "copy_engine": "The DMA engine issues the transfer (cudaMemcpyAsync between peers).",
     },
     "chunk_bytes": {str(c): f"{c // 1024} KiB per transfer chunk" for c in CHUNK_BYTES},
-    "comm_ctas": {str(c): f"{c} CTA(s) (one per SM) move data" for c in COMM_CTAS},
+    "comm_ctas": {str(c): f"{c} CTA(s) (one per SM) move data (lsa, multimem) or post puts (gin); "
+                  "copy_engine and host_nccl take 1" for c in COMM_CTAS},
 }

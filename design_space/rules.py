@@ -2,7 +2,9 @@
 
 A rule is data: a name, the reason (shown to users and to LLM proposers), and a predicate
 that returns True when a point breaks it. Intrinsic rules need only the point; hardware
-rules also need a ``HardwareProfile`` and are checked when a point meets a target.
+rules also need a ``HardwareProfile`` (chip, fabric, nodes x GPUs, network) and are checked when
+a point meets a target. Rules that only remove duplicate points say so in their reason: a point
+that differs from a kept one only in a value the design cannot use would be built and timed twice.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Optional
 
-from design_space.dimensions import Backend, Issuer, Placement, SyncScope
+from design_space.dimensions import COMM_CTAS, Backend, Issuer, Placement, SyncScope
 
 if TYPE_CHECKING:
     from design_space.hardware import HardwareProfile
@@ -86,5 +88,27 @@ register_rule(Rule(
     "taking more than a quarter of the SMs for communication slows compute by more than 1.33x, "
     "more than overlap can win back: comm_ctas <= SMs / 4",
     lambda p, hw: p.comm_ctas > hw.sms // 4,
+    needs_hardware=True,
+))
+register_rule(Rule(
+    "host_side_comm_takes_one_comm_cta",
+    "copy_engine and host_nccl points occupy none of the design's SMs (the DMA engines or NCCL's own "
+    f"kernels move the bytes), so comm_ctas changes nothing and other values would duplicate points: "
+    f"comm_ctas = {COMM_CTAS[0]}",
+    lambda p, hw: p.backend in (Backend.COPY_ENGINE, Backend.HOST_NCCL) and p.comm_ctas != COMM_CTAS[0],
+))
+register_rule(Rule(
+    "peer_memory_backends_stay_in_one_node",
+    "lsa, multimem and copy_engine reach peers through peer memory (NVLink or PCIe P2P) or the "
+    "NVSwitch, which end at the node: across nodes only gin and host_nccl work (use a one-node "
+    "profile such as H100 or H100:1x8)",
+    lambda p, hw: p.backend in (Backend.LSA, Backend.MULTIMEM, Backend.COPY_ENGINE) and hw.nodes > 1,
+    needs_hardware=True,
+))
+register_rule(Rule(
+    "gin_needs_a_network",
+    "gin puts are carried by the NIC (GPU-initiated RDMA), so the profile must have one: name a "
+    "network such as H100:1x8:ib400 instead of :none",
+    lambda p, hw: p.backend is Backend.GIN and hw.network is None,
     needs_hardware=True,
 ))

@@ -26,7 +26,7 @@ def test_breaking_a_rule_names_the_rule_and_the_reason():
 
 def test_every_broken_rule_is_reported():
     with pytest.raises(ds.DesignPointError) as info:
-        _point(backend="copy_engine", issuer="warp", sync_scope="global_barrier")
+        _point(backend="copy_engine", issuer="warp", sync_scope="global_barrier", comm_ctas=1)
     assert set(info.value.violations) == {"copy_engine_pairs_with_copy_engine_issuer",
                                           "fused_persistent_needs_fine_signals",
                                           "copy_engine_cannot_run_inside_a_kernel"}
@@ -65,6 +65,88 @@ def test_space_holds_only_valid_points_and_respects_restrictions():
     assert only and {p.placement.value for p in only} == {"fused_persistent"}
     with pytest.raises(ds.SpecError):
         ds.valid_points(pattern, hw, {"placement": ["teleport"]})
+
+
+# Per rule: a point that breaks it, the profile it is checked on (None: intrinsic), and its
+# neighbour (one or two values changed) that keeps every rule.
+RULE_CASES = {
+    "copy_engine_pairs_with_copy_engine_issuer": (
+        "copy_engine/stream_overlap/per_tile_signal/cta/64K/1", None,
+        "copy_engine/stream_overlap/per_tile_signal/copy_engine/64K/1"),
+    "fused_persistent_needs_fine_signals": (
+        "lsa/fused_persistent/global_barrier/warp/64K/8", None, "lsa/fused_persistent/per_peer_signal/warp/64K/8"),
+    "copy_engine_cannot_run_inside_a_kernel": (
+        "copy_engine/fused_persistent/per_tile_signal/copy_engine/64K/1", None,
+        "copy_engine/split_put_wait/per_tile_signal/copy_engine/64K/1"),
+    "sequential_synchronises_once": (
+        "lsa/sequential/per_peer_signal/cta/64K/8", None, "lsa/sequential/global_barrier/cta/64K/8"),
+    "host_nccl_is_host_driven": (
+        "host_nccl/split_put_wait/global_barrier/cta/64K/1", None, "host_nccl/stream_overlap/global_barrier/cta/64K/1"),
+    "multimem_needs_hopper_and_nvswitch": (
+        "multimem/fused_persistent/per_tile_signal/warp/64K/8", "A100",
+        "lsa/fused_persistent/per_tile_signal/warp/64K/8"),
+    "comm_ctas_leave_three_quarters_to_compute": (
+        "lsa/fused_persistent/per_tile_signal/warp/64K/32", "A100", "lsa/fused_persistent/per_tile_signal/warp/64K/16"),
+    "host_side_comm_takes_one_comm_cta": (
+        "host_nccl/sequential/global_barrier/cta/64K/8", None, "host_nccl/sequential/global_barrier/cta/64K/1"),
+    "peer_memory_backends_stay_in_one_node": (
+        "lsa/fused_persistent/per_tile_signal/warp/64K/8", "H100:2x8:ib400",
+        "gin/fused_persistent/per_tile_signal/warp/64K/8"),
+    "gin_needs_a_network": (
+        "gin/split_put_wait/per_peer_signal/thread/64K/4", "H100-PCIe:1x4:none",
+        "lsa/split_put_wait/per_peer_signal/thread/64K/4"),
+}
+
+
+def _breaks(key, hw_name):
+    """The names of the rules ``key`` breaks (on ``hw_name`` when given)."""
+    try:
+        point = ds.DesignPoint.parse_key(key)
+    except ds.DesignPointError as e:
+        return set(e.violations)
+    if hw_name is None:
+        return set()
+    try:
+        point.check_hardware(ds.get_profile(hw_name))
+    except ds.DesignPointError as e:
+        return set(e.violations)
+    return set()
+
+
+def test_every_registered_rule_has_a_case():
+    assert set(RULE_CASES) == {r.name for r in ds.RULES}
+
+
+@pytest.mark.parametrize("rule", sorted(RULE_CASES))
+def test_a_point_breaking_the_rule_is_refused_with_its_name(rule):
+    bad, hw_name, _ = RULE_CASES[rule]
+    assert _breaks(bad, hw_name) == {rule}
+
+
+@pytest.mark.parametrize("rule", sorted(RULE_CASES))
+def test_the_neighbouring_point_passes(rule):
+    _, hw_name, good = RULE_CASES[rule]
+    assert _breaks(good, hw_name) == set()
+
+
+def test_hardware_rules_follow_the_profile_topology():
+    lsa = _point()
+    lsa.check_hardware(ds.get_profile("H100"))
+    lsa.check_hardware(ds.get_profile("H100-PCIe"))  # LSA works over PCIe P2P inside a node
+    with pytest.raises(ds.DesignPointError, match="multimem_needs"):
+        _point(backend="multimem").check_hardware(ds.get_profile("H100-PCIe"))
+    for backend in ("gin", "host_nccl"):
+        kw = dict(backend=backend, comm_ctas=1, issuer="cta", placement="stream_overlap",
+                  sync_scope="global_barrier") if backend == "host_nccl" else dict(backend=backend)
+        _point(**kw).check_hardware(ds.get_profile("A100:4x8:roce200"))
+
+
+def test_multi_node_space_keeps_only_network_backends():
+    pattern = ds.get_pattern("allgather_gemm")
+    one = ds.valid_points(pattern, ds.get_profile("H100"))
+    two = ds.valid_points(pattern, ds.get_profile("H100:2x8:ib400"))
+    assert all(p.backend in (ds.Backend.GIN, ds.Backend.HOST_NCCL) for p in two)
+    assert len(two) < len(one)
 
 
 def test_neighbours_move_one_dimension_at_a_time():

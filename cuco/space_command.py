@@ -1,0 +1,174 @@
+"""``cuco space``: show a spec's design space on a hardware profile, or check one design point.
+The data comes from ``cuco.space_report``; this module renders it with rich."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+from cuco.report import to_json
+from cuco.space_report import point_report, space_report
+from cuco.spec_loader import load_spec
+from design_space import get_pattern, get_profile
+
+SIMULATED_TIMES = ("every time here is SIMULATED: an analytic-model estimate (roofline + alpha-beta collectives, "
+                   "REFERENCE s.3), not a measurement")
+_NUMERIC = {"chunk_bytes": "bytes per transfer chunk (and per signal); keys write KiB",
+            "comm_ctas": "CTAs (one SM each) given to communication; each SM taken stretches compute by "
+                         "N_SM / (N_SM - s)"}
+
+
+def run_space(spec_path: Path, *, hardware: Optional[str], world: Optional[int], shape: Optional[str], top: int,
+              point: Optional[str], json_out: bool, console) -> None:
+    spec = load_spec(spec_path)
+    hw = get_profile(hardware or spec.hardware)
+    pattern = get_pattern(spec.pattern)
+    n = world or spec.target_world
+    if point is not None:
+        report = point_report(point, spec, pattern, hw, n)
+        if json_out:
+            print(to_json(report))
+        else:
+            _print_point(report, console)
+        return
+    report = space_report(spec, pattern, hw, n, shape, top)
+    if json_out:
+        print(to_json(report))
+        return
+    for renderable in space_renderables(report):
+        console.print(renderable)
+
+
+def space_renderables(r: dict[str, Any]) -> list:
+    from rich.text import Text
+
+    head = Text.assemble(("cuco space ", "bold"), f"{r['spec']} ({r['pattern']}) on {r['hardware']}, "
+                         f"world {r['world']}, {r['dtype']}")
+    out: list = [head, Text(r["description"], style="dim")]
+    if r["restrictions"]:
+        out.append(Text(f"spec restrictions: {r['restrictions']}", style="dim"))
+    out += [_dimensions_table(r), _rules_table(r)]
+    out.append(_exclusions(r))
+    out.append(_valid_line(r))
+    out += [_bounds_table(r), _top_table(r)]
+    return out
+
+
+def _dimensions_table(r: dict[str, Any]):
+    from rich.table import Table
+
+    t = Table(title=f"dimensions: values the {r['pattern']} templates render", title_justify="left")
+    t.add_column("dimension", no_wrap=True)
+    t.add_column("value", no_wrap=True)
+    t.add_column("meaning on the hardware")
+    for dim in r["dimensions"]:
+        skipped = f" [dim](not rendered: {', '.join(dim['not_rendered'])})[/]" if dim["not_rendered"] else ""
+        if dim["name"] in _NUMERIC:
+            t.add_row(dim["name"], " ".join(v["value"] for v in dim["values"]), _NUMERIC[dim["name"]] + skipped)
+            continue
+        for i, v in enumerate(dim["values"]):
+            last = i == len(dim["values"]) - 1
+            t.add_row(dim["name"] if i == 0 else "", v["value"], v["doc"] + (skipped if last else ""),
+                      end_section=last)
+    return t
+
+
+def _rules_table(r: dict[str, Any]):
+    from rich.table import Table
+
+    t = Table(title=f"rules on {r['hardware']}: points of the {r['product']}-point product each removes",
+              title_justify="left")
+    t.add_column("rule", no_wrap=True)
+    t.add_column("removes", justify="right")
+    t.add_column("only it", justify="right")
+    t.add_column("why")
+    for rule in r["rules"]:
+        name = rule["name"] + (" [dim](hardware)[/]" if rule["needs_hardware"] else "")
+        t.add_row(name, str(rule["removes"]), str(rule["only_this_rule"]), rule["reason"])
+    return t
+
+
+def _exclusions(r: dict[str, Any]):
+    from rich.table import Table
+    from rich.text import Text
+
+    if not r["family_exclusions"]:
+        return Text(f"family exclusions: none (the {r['pattern']} templates render every point the rules allow)")
+    t = Table(title=f"family exclusions: points no rule breaks that the {r['pattern']} templates do not render",
+              title_justify="left")
+    for col in ("removes", "example", "why"):
+        t.add_column(col, no_wrap=col != "why", justify="right" if col == "removes" else "left")
+    for g in r["family_exclusions"]:
+        t.add_row(str(g["count"]), g["example"], g["reason"])
+    return t
+
+
+def _valid_line(r: dict[str, Any]):
+    from rich.text import Text
+
+    parts = []
+    for b in r["valid_per_backend"]:
+        if not b["rendered"]:
+            continue
+        why = f" (removed by {', '.join(b['removed_by'])})" if b["removed_by"] else ""
+        parts.append(f"{b['backend']} {b['count']}{why}")
+    absent = [b["backend"] for b in r["valid_per_backend"] if not b["rendered"]]
+    tail = f"; not rendered by the templates: {', '.join(absent)}" if absent else ""
+    text = Text.assemble(("valid points: ", "bold"), (str(r["valid"]), "bold green"),
+                         f" of {r['product']} (removed by rules {r['removed_by_rules']}); per backend: "
+                         f"{', '.join(parts) or 'none'}{tail}")
+    return text
+
+
+def _bounds_table(r: dict[str, Any]):
+    from rich.table import Table
+
+    t = Table(title=f"bound per shape at world {r['world']} (simulated µs)", title_justify="left",
+              caption=SIMULATED_TIMES, caption_justify="left")
+    right = {"justify": "right", "no_wrap": True}
+    for col, kw in (("shape", {"no_wrap": True}), ("T_comp", right), ("T_comm", right),
+                    ("bound", right), ("host-driven\nbaseline", right), ("overlap\ngain <=", right),
+                    ("best valid\npoint", right), ("its\nspeedup", right)):
+        t.add_column(col, **kw)
+    for s in r["shapes"]:
+        dims = " ".join(f"{k}={v}" for k, v in s["dims"].items())
+        bound = f"{s['bound_us']:.1f} {'comp' if s['bound_by'] == 'compute' else 'comm'}"
+        t.add_row(f"{s['shape']}\n[dim]{dims}[/]", f"{s['t_comp_us']:.1f}", f"{s['t_comm_us']:.1f}", bound, f"{s['baseline_us']:.1f}",
+                  f"{s['best_overlap_gain']:.2f}x", _fmt(s["best_simulated_us"]),
+                  _fmt(s["best_speedup"], 3, "x"))
+    return t
+
+
+def _top_table(r: dict[str, Any]):
+    from rich.table import Table
+
+    top = r["top"]
+    t = Table(title=f"best {len(top['points'])} points by simulated time on {top['shape']}", title_justify="left",
+              caption=SIMULATED_TIMES, caption_justify="left")
+    right = {"justify": "right", "no_wrap": True}
+    for col, kw in (("#", right), ("design point", {"no_wrap": True}), ("simulated µs", right),
+                    ("speedup vs baseline", right), ("SOL", right)):
+        t.add_column(col, **kw)
+    for p in top["points"]:
+        t.add_row(str(p["rank"]), p["point"], f"{p['simulated_us']:.1f}", f"{p['speedup']:.3f}x", f"{p['sol']:.3f}")
+    return t
+
+
+def _print_point(r: dict[str, Any], console) -> None:
+    from rich.table import Table
+
+    console.print(f"[green]valid[/]: {r['point']} for {r['pattern']} on {r['hardware']}, world {r['world']}")
+    t = Table(title="simulated estimate per shape", title_justify="left", caption=SIMULATED_TIMES,
+              caption_justify="left")
+    right = {"justify": "right", "no_wrap": True}
+    for col, kw in (("shape", {"no_wrap": True}), ("simulated µs", right), ("bound µs", right),
+                    ("baseline µs", right), ("speedup", right), ("SOL", right)):
+        t.add_column(col, **kw)
+    for s in r["shapes"]:
+        t.add_row(s["shape"], f"{s['simulated_us']:.1f}", f"{s['bound_us']:.1f}", f"{s['baseline_us']:.1f}",
+                  f"{s['speedup']:.3f}x", f"{s['sol']:.3f}")
+    console.print(t)
+
+
+def _fmt(x: Optional[float], digits: int = 1, suffix: str = "") -> str:
+    return "-" if x is None else f"{x:.{digits}f}{suffix}"
