@@ -55,6 +55,7 @@ class WorkloadCost:
     local_fraction: float  # share of compute that needs no remote data
     imbalance: float = 1.0  # busiest rank / mean (skewed MoE routing): the slowest rank sets the time
     steps: int = 1  # dependent communication rounds (ring attention: world - 1 rotations)
+    pipeline_stages: int = 0  # host launch pairs of a stream_overlap pipeline (0: one per signal stage)
 
     def __post_init__(self) -> None:
         problems = []
@@ -173,10 +174,10 @@ def _device_overlap(cost: WorkloadCost, point: DesignPoint, n: int, hw: Hardware
         busy, launches = tc * hw.sms / (hw.sms - taken), 1  # comm CTAs hold their SMs for the whole kernel
     else:  # comm kernels hold SMs only while they work
         busy = _stretch(tc, taken, hw.sms, comm.sm_busy)
-        launches = 2 * stages + 1 if point.placement is Placement.STREAM_OVERLAP else 3
+        launches = 2 * (cost.pipeline_stages or stages) + 1 if point.placement is Placement.STREAM_OVERLAP else 3
     t_local, t_remote = _split(cost, busy)
     if point.placement is Placement.STREAM_OVERLAP:
-        t_remote *= _wave_penalty(cost, stages, hw.sms)
+        t_remote *= _wave_penalty(cost, cost.pipeline_stages or stages, hw.sms)
     return _pipeline(t_local, t_remote, comm.seconds + sync, stages, launches, hw)
 
 

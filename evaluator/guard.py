@@ -135,9 +135,9 @@ _BACKEND_CALLS = {
     Backend.HOST_NCCL: ("cuco_coll_allgather", "cuco_coll_reduce_scatter", "cuco_coll_allreduce",
                         "cuco_coll_alltoall", "cuco_coll_sendrecv"),
 }
-_DEVICE_INITIATED = ("cuco_put_thread", "cuco_put_warp", "cuco_put_cta", "cuco_gin_put", "cuco_mm_st", "cuco_mm_st2",
-                     "cuco_signal_add")
-_SIGNALS = ("cuco_signal_add", "cuco_gin_put", "cuco_ce_signal")
+_DEVICE_INITIATED = ("cuco_put_thread", "cuco_put_warp", "cuco_put_cta", "cuco_gin_put", "cuco_gin_signal",
+                     "cuco_mm_st", "cuco_mm_st2", "cuco_signal_add")
+_SIGNALS = ("cuco_signal_add", "cuco_gin_put", "cuco_gin_signal", "cuco_ce_signal")
 _WAITS = ("cuco_wait", "cuco_gin_wait", "cuco_ce_wait")
 
 

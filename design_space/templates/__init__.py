@@ -1,3 +1,4 @@
 """Template families, one module per fusion pattern; importing registers them."""
 
 from design_space.templates import allgather_gemm  # noqa: F401  (registers the pattern)
+from design_space.templates import kv_cache_transfer  # noqa: F401

@@ -5,6 +5,8 @@
 //     peer's symmetric buffer at dst_offset; once the data has landed, `inc` is added to the
 //     peer's GIN signal `slot` (slot < 0: no signal). Asynchronous: the source must not change
 //     before cuco_gin_flush, and the destination may be read only after waiting on the signal.
+//   cuco_gin_signal(c, gctx, peer, slot, inc)   a signal alone, ordered after this context's
+//                                      earlier puts to that peer (ncclGin::signal).
 //   cuco_gin_wait(c, slot, at_least)   this thread waits until its own GIN signal reaches at_least.
 //   cuco_gin_flush(c, gctx)            every put this rank posted on gctx has consumed its source.
 //
@@ -28,6 +30,11 @@ static __device__ __forceinline__ void cuco_gin_put(const cuco_ctx& c, int gctx,
   else
     gin.put(ncclTeamWorld(nc.dev), peer, nc.symm_win, dst_offset, nc.symm_win, src_offset, bytes);
 }
+static __device__ __forceinline__ void cuco_gin_signal(const cuco_ctx& c, int gctx, int peer, int slot, uint64_t inc) {
+  const cuco_nccl_comm& nc = cuco_nccl(c);
+  ncclGin gin(nc.dev, gctx);
+  gin.signal(ncclTeamWorld(nc.dev), peer, ncclGin_StrongSignalAdd{(ncclGinSignal_t)slot, inc});
+}
 static __device__ __forceinline__ void cuco_gin_wait(const cuco_ctx& c, int slot, uint64_t at_least) {
   ncclGin gin(cuco_nccl(c).dev, 0);
   gin.waitSignal(ncclCoopThread(), (ncclGinSignal_t)slot, at_least);
@@ -43,6 +50,9 @@ static __device__ __forceinline__ void cuco_gin_put(const cuco_ctx& c, int, int 
   cuco_copy_group(static_cast<char*>(cuco_peer(c, peer)) + dst_offset,
                   static_cast<const char*>(c.symm) + src_offset, bytes, 0, 1);
   if (slot >= 0) cuco_signal_add(c, peer, CUCO_GIN_BASE + slot, inc);
+}
+static __device__ __forceinline__ void cuco_gin_signal(const cuco_ctx& c, int, int peer, int slot, uint64_t inc) {
+  cuco_signal_add(c, peer, CUCO_GIN_BASE + slot, inc);
 }
 static __device__ __forceinline__ void cuco_gin_wait(const cuco_ctx& c, int slot, uint64_t at_least) {
   cuco_wait(c, CUCO_GIN_BASE + slot, at_least);
@@ -88,6 +98,9 @@ static void cuco_gin_put(const cuco_ctx& c, int gctx, int peer, size_t dst_offse
   cuco_gin_op& op = cuco_gin_queue[cuco_gin_tail++ % CUCO_GIN_QUEUE];
   op = cuco_gin_op{static_cast<char*>(cuco_peer(c, peer)) + dst_offset, static_cast<const char*>(c.symm) + src_offset,
                    nullptr, bytes, slot >= 0 ? cuco_peer_signals(c, peer) + CUCO_GIN_BASE + slot : nullptr, inc, gctx};
+}
+static void cuco_gin_signal(const cuco_ctx& c, int gctx, int peer, int slot, uint64_t inc) {
+  cuco_gin_put(c, gctx, peer, 0, 0, 0, slot, inc);  // an empty put: delivered late, in order
 }
 static void cuco_gin_wait(const cuco_ctx& c, int slot, uint64_t at_least) { cuco_wait(c, CUCO_GIN_BASE + slot, at_least); }
 static void cuco_gin_flush(const cuco_ctx&, int gctx) {
