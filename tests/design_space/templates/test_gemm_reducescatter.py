@@ -1,0 +1,138 @@
+"""The GEMM + reduce-scatter family: a seeded sample of its valid points builds (nvcc, nccl
+backend) and passes emulation at 2 and 4 ranks; broken synchronisation, a wrong peer offset or
+a dropped chunk fail emulation every time; the cost model and the reference are checked by hand.
+scripts/check_all_points.py checks every point."""
+
+import importlib.util
+import multiprocessing as mp
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+import design_space as ds
+from cuco.family_check import check_family
+from cuco.spec_loader import load_spec
+
+SAMPLE = int(os.environ.get("CUCO_FAMILY_SAMPLE", "6"))
+SEED = int(os.environ.get("CUCO_FAMILY_SEED", "2026"))
+PATTERN = ds.get_pattern("gemm_reducescatter")
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "gemm_reducescatter"
+
+
+@pytest.fixture(scope="module")
+def spec():
+    return load_spec(EXAMPLE)
+
+
+@pytest.fixture(scope="module")
+def evaluator(spec, shared_cache):
+    from evaluator.cascade import Evaluator, EvaluatorConfig
+    from evaluator.emulate import EmulationSettings
+    ev = Evaluator(spec, EvaluatorConfig(cache_dir=shared_cache, emulation=EmulationSettings(timeout_s=20)))
+    ev.prepare()
+    return ev
+
+
+def test_seeded_sample_of_the_family_builds_and_emulates(spec, shared_cache):
+    report = check_family(spec, shared_cache, sample=SAMPLE, seed=SEED, workers=2)
+    assert report.total_valid == len(ds.valid_points(PATTERN, ds.get_profile("H100")))
+    assert len(report.results) == SAMPLE
+    assert report.failures == [], [f"{r.point.key()}: {r.status.value} {r.reason}" for r in report.failures]
+
+
+def _mutate(src: str, old: str, new: str = "") -> str:
+    """Replace every line containing ``old`` (drop it when ``new`` is empty, else substitute)."""
+    lines = src.splitlines()
+    out = [ln.replace(old, new) if new else ln for ln in lines if new or old not in ln]
+    assert out != lines, f"mutation found nothing to change: {old!r}"
+    return "\n".join(out) + "\n"
+
+
+# (point, text to find, replacement or "" to drop the line): each backend with device-side sync
+MUTATIONS = [
+    ("lsa/fused_persistent/per_tile_signal/cta/4K/2", "cuco_wait(c, src * MAX_CHUNKS", ""),  # missing wait
+    ("lsa/stream_overlap/global_barrier/warp/4K/4", "barrier_kernel<<<", ""),  # missing barrier
+    ("lsa/split_put_wait/per_peer_signal/thread/4K/1",  # wrong peer offset: lands in the wrong RECV slot
+     "recv_off(p, p.rank, chunk_lo(p, ch))", "recv_off(p, (p.rank + 1) % p.world, chunk_lo(p, ch))"),
+    ("lsa/sequential/global_barrier/warp/4K/2",  # a dropped chunk: the last item is never pushed
+     "items = (int64_t)(p.world - 1) * nch;", "items = (int64_t)(p.world - 1) * nch - 1;"),
+    ("gin/split_put_wait/per_peer_signal/warp/4K/2", "cuco_gin_wait(", ""),
+    ("multimem/stream_overlap/per_tile_signal/thread/4K/1", "wait_partials(c, p, ch);", ""),
+    ("copy_engine/stream_overlap/per_peer_signal/copy_engine/4K/1", "cuco_ce_wait(", ""),
+]
+FAILED = {ds.Status.WRONG_RESULT, ds.Status.TIMEOUT}
+
+
+def _candidate(src: str, point=None) -> ds.Candidate:
+    return ds.Candidate(origin=ds.Origin(kind="template" if point else "manual"), source=src, point=point)
+
+
+@pytest.mark.parametrize("key, old, new", MUTATIONS, ids=[f"{k.split('/')[0]}-{o[:24]}" for k, o, _ in MUTATIONS])
+def test_broken_synchronisation_or_indexing_fails_emulation(evaluator, key, old, new):
+    point = ds.DesignPoint.parse_key(key)
+    intact = PATTERN.render(point)
+    assert evaluator.evaluate(_candidate(intact, point)).status is ds.Status.OK
+    ev = evaluator.evaluate(_candidate(_mutate(intact, old, new)))
+    assert ev.status in FAILED, ev.reason
+
+
+def test_a_missing_wait_fails_the_same_way_every_time(evaluator):
+    broken = _mutate(PATTERN.render(ds.DesignPoint.parse_key("lsa/fused_persistent/per_tile_signal/warp/4K/2")),
+                     "cuco_wait(c, src * MAX_CHUNKS", "")
+    statuses = {evaluator.evaluate(_candidate(broken)).status for _ in range(5)}
+    assert statuses == {ds.Status.WRONG_RESULT}
+
+
+def test_cost_matches_hand_computed_figures():
+    # Llama-3-70B down-projection at TP=8: M=4096, N=8192, K=28672, bf16; K/n = 3584.
+    cost = PATTERN.cost({"m": 4096, "n": 8192, "k": 28672}, 8, ds.DType.BF16)
+    assert cost.flops == 2 * 4096 * 8192 * 3584 == 240_518_168_576
+    assert cost.hbm_bytes == (4096 * 3584 + 3584 * 8192 + 4096 * 8192) * 2 == 155_189_248
+    assert cost.collective == "reducescatter"
+    assert cost.comm_bytes == 4096 * 8192 * 2 == 67_108_864
+    assert (cost.out_rows, cost.out_cols, cost.local_fraction) == (4096, 8192, 1 / 8)
+
+
+DIMS = {"m": 8, "n": 6, "k": 10}
+
+
+def _load_reference():
+    module_spec = importlib.util.spec_from_file_location("gemm_reducescatter_reference", EXAMPLE / "reference.py")
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
+
+
+def _reference_rank(rank: int, init: str, queue) -> None:
+    import torch.distributed as dist
+    reference = _load_reference()
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)
+    try:
+        inputs = reference.make_inputs(DIMS, rank, 2, torch.float32, torch.Generator().manual_seed(rank))
+        out = reference.reference(inputs, DIMS, None)["c"]
+        # numpy, not tensors: torch would share their storage with a process about to exit
+        queue.put((rank, {k: v.numpy() for k, v in inputs.items()}, out.numpy()))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_reference_at_world_2_matches_a_single_process_sum(tmp_path):
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_reference_rank, args=(r, f"file://{tmp_path / 'pg'}", queue)) for r in (0, 1)]
+    for p in procs:
+        p.start()
+    got = {}
+    for _ in procs:
+        r, inputs, out = queue.get(timeout=60)
+        got[r] = ({k: torch.from_numpy(v) for k, v in inputs.items()}, torch.from_numpy(out))
+    for p in procs:
+        p.join(timeout=30)
+        assert p.exitcode == 0
+    total = sum(got[r][0]["a"] @ got[r][0]["b"] for r in (0, 1))  # [M, N]
+    assert got[0][0]["a"].shape == (8, 5) and got[0][0]["b"].shape == (5, 6)
+    assert not torch.equal(got[0][0]["a"], got[1][0]["a"])  # non-uniform across ranks
+    for r in (0, 1):
+        torch.testing.assert_close(got[r][1], total[4 * r:4 * (r + 1)])
