@@ -56,6 +56,7 @@ def _fingerprint(spec: KernelSpec, world: int, cases: Sequence[ShapeCase], seeds
 
 
 def _run_world(spec: KernelSpec, world: int, cases: Sequence[ShapeCase], seeds: Sequence[int], out: Path) -> None:
+    out = out.resolve()  # gloo's file:// init URL needs an absolute path, or the ranks never meet
     tmp = out.with_name(out.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
