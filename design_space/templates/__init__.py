@@ -4,3 +4,4 @@ from design_space.templates import allgather_gemm  # noqa: F401  (registers the 
 from design_space.templates import kv_cache_transfer  # noqa: F401
 from design_space.templates import gemm_reducescatter  # noqa: F401
 from design_space.templates import gemm_allreduce  # noqa: F401
+from design_space.templates import ring_attention  # noqa: F401
