@@ -5,3 +5,4 @@ from design_space.templates import kv_cache_transfer  # noqa: F401
 from design_space.templates import gemm_reducescatter  # noqa: F401
 from design_space.templates import gemm_allreduce  # noqa: F401
 from design_space.templates import ring_attention  # noqa: F401
+from design_space.templates import moe_dispatch_combine  # noqa: F401
