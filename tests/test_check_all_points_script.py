@@ -1,0 +1,21 @@
+"""scripts/check_all_points.py, the all-points check, on a seeded sample of one point per
+workload: it prints its table with one row per workload and exits 0 when every point passes."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_sampled_sweep_prints_a_row_per_workload(shared_cache):
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "check_all_points.py"), "--all", "--sample", "1",
+                          "--seed", "7", "--hardware", "H100", "--workers", "2", "--cache", str(shared_cache)],
+                         capture_output=True, text=True, timeout=1200, cwd=ROOT)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    table = res.stdout.split("(median seconds per candidate")[1].splitlines()[1:]
+    rows = {line.split()[0]: line.split() for line in table if line.strip() and not line.startswith("FAILED")}
+    examples = {p.parent.name for p in (ROOT / "examples").glob("*/spec.py")}
+    assert set(rows) == examples
+    for name, cells in rows.items():
+        assert cells[1] == "H100" and int(cells[2]) > 0 and cells[3] == cells[4] == "1", (name, cells)
