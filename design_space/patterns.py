@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional
 
-from design_space.errors import SpecError
+from design_space.errors import DesignPointError, SpecError
 from design_space.model import WorkloadCost
 from design_space.point import DesignPoint
 from design_space.spec import DType
@@ -51,3 +51,17 @@ def get_pattern(name: str) -> Pattern:
 
 def pattern_names() -> tuple[str, ...]:
     return tuple(sorted(_PATTERNS))
+
+
+def require_renderable(name: str, supported: Mapping[str, tuple], excluded: Callable[[DesignPoint], Optional[str]],
+                       point: DesignPoint) -> None:
+    """Raise ``DesignPointError`` unless family ``name`` renders ``point`` (its renderers call this first)."""
+    for dim, values in supported.items():
+        value = getattr(point, dim)
+        if value not in values:
+            raise DesignPointError(f"{name} templates do not render {dim}={getattr(value, 'value', value)}",
+                                   f"use one of {[getattr(v, 'value', v) for v in values]}")
+    why = excluded(point)
+    if why:
+        raise DesignPointError(f"{name} templates do not render {point.key()}: {why}",
+                               f"pick a point from `cuco space` (design_space.valid_points) for {name}")

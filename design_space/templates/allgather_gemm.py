@@ -6,7 +6,7 @@ from typing import Mapping, Optional
 
 from design_space.dimensions import CHUNK_BYTES, COMM_CTAS, Backend, Issuer, Placement, SyncScope
 from design_space.model import WorkloadCost
-from design_space.patterns import Pattern, register_pattern
+from design_space.patterns import Pattern, register_pattern, require_renderable
 from design_space.point import DesignPoint
 from design_space.spec import DType
 from design_space.templates import allgather_gemm_cuda as cu
@@ -88,12 +88,7 @@ def _communication(point: DesignPoint) -> list[str]:
 
 def render(point: DesignPoint) -> str:
     """CUDA source for ``point`` (which must be in ``SUPPORTED`` and not excluded)."""
-    for dim, values in SUPPORTED.items():
-        if getattr(point, dim) not in values:
-            raise ValueError(f"allgather_gemm templates do not render {dim}={getattr(point, dim)}")
-    why = excluded(point)
-    if why:
-        raise ValueError(f"allgather_gemm templates do not render {point.key()}: {why}")
+    require_renderable("allgather_gemm", SUPPORTED, excluded, point)
     host_driven = point.backend is Backend.HOST_NCCL
     chunked_rows = host_driven and point.placement is Placement.STREAM_OVERLAP
     constants = (cu.CONSTANTS.replace("@CHUNK_BYTES@", str(point.chunk_bytes))

@@ -8,7 +8,7 @@ from typing import Mapping, Optional
 
 from design_space.dimensions import CHUNK_BYTES, COMM_CTAS, Backend, Issuer, Placement, SyncScope
 from design_space.model import WorkloadCost
-from design_space.patterns import Pattern, register_pattern
+from design_space.patterns import Pattern, register_pattern, require_renderable
 from design_space.point import DesignPoint
 from design_space.spec import DType
 from design_space.templates import gemm_allreduce_cuda as cu
@@ -136,12 +136,7 @@ def _host_nccl(point: DesignPoint) -> str:
 
 def render(point: DesignPoint) -> str:
     """CUDA source for ``point`` (which must be in ``SUPPORTED`` and not excluded)."""
-    for dim, values in SUPPORTED.items():
-        if getattr(point, dim) not in values:
-            raise ValueError(f"gemm_allreduce templates do not render {dim}={getattr(point, dim)}")
-    why = excluded(point)
-    if why:
-        raise ValueError(f"gemm_allreduce renders no template for {point.key()}: {why}")
+    require_renderable("gemm_allreduce", SUPPORTED, excluded, point)
     head = (cu.HEADER.replace("@POINT@", point.key())
             + cu.CONSTANTS.replace("@CHUNK_BYTES@", str(point.chunk_bytes)).replace("@COMM_CTAS@", str(point.comm_ctas)))
     if point.backend is Backend.HOST_NCCL:

@@ -7,7 +7,7 @@ from typing import Mapping, Optional
 
 from design_space.dimensions import CHUNK_BYTES, COMM_CTAS, Backend, Issuer, Placement, SyncScope
 from design_space.model import WorkloadCost
-from design_space.patterns import Pattern, register_pattern
+from design_space.patterns import Pattern, register_pattern, require_renderable
 from design_space.point import DesignPoint
 from design_space.spec import DType
 from design_space.templates import gemm_reducescatter_cuda as cu
@@ -128,12 +128,7 @@ def _host(point: DesignPoint) -> str:
 
 def render(point: DesignPoint) -> str:
     """CUDA source for ``point`` (its values in ``SUPPORTED``, not ``excluded``)."""
-    for dim, values in SUPPORTED.items():
-        if getattr(point, dim) not in values:
-            raise ValueError(f"gemm_reducescatter templates do not render {dim}={getattr(point, dim)}")
-    reason = excluded(point)
-    if reason:
-        raise ValueError(f"gemm_reducescatter templates do not render {point.key()}: {reason}")
+    require_renderable("gemm_reducescatter", SUPPORTED, excluded, point)
     chunk_major = point.backend is B.HOST_NCCL and point.placement is P.STREAM_OVERLAP
     parts = [
         cu.HEADER.replace("@POINT@", point.key()),

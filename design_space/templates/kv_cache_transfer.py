@@ -7,7 +7,7 @@ from typing import Mapping, Optional
 
 from design_space.dimensions import CHUNK_BYTES, COMM_CTAS, Backend, Issuer, Placement, SyncScope
 from design_space.model import WorkloadCost
-from design_space.patterns import Pattern, register_pattern
+from design_space.patterns import Pattern, register_pattern, require_renderable
 from design_space.point import DesignPoint
 from design_space.spec import DType
 from design_space.templates import kv_cache_transfer_cuda as cu
@@ -174,12 +174,7 @@ def _host_nccl(point: DesignPoint) -> list[str]:
 
 def render(point: DesignPoint) -> str:
     """CUDA source for ``point`` (its values must be in ``SUPPORTED`` and it must not be excluded)."""
-    for dim, values in SUPPORTED.items():
-        if getattr(point, dim) not in values:
-            raise ValueError(f"kv_cache_transfer templates do not render {dim}={getattr(point, dim)}")
-    why = excluded(point)
-    if why:
-        raise ValueError(f"kv_cache_transfer templates do not render {point.key()}: {why}")
+    require_renderable("kv_cache_transfer", SUPPORTED, excluded, point)
     if point.backend is Backend.COPY_ENGINE:
         body = _copy_engine(point)
     elif point.backend is Backend.HOST_NCCL:

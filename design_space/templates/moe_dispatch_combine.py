@@ -9,7 +9,7 @@ from typing import Mapping, Optional
 
 from design_space.dimensions import CHUNK_BYTES, COMM_CTAS, Backend, Issuer, Placement, SyncScope
 from design_space.model import WorkloadCost
-from design_space.patterns import Pattern, register_pattern
+from design_space.patterns import Pattern, register_pattern, require_renderable
 from design_space.point import DesignPoint
 from design_space.spec import DType
 from design_space.templates import moe_dispatch_combine_cuda as cu
@@ -195,12 +195,7 @@ def _host_nccl(point: DesignPoint) -> list[str]:
 
 def render(point: DesignPoint) -> str:
     """CUDA source for ``point`` (its values in ``SUPPORTED``, not ``excluded``)."""
-    for dim, values in SUPPORTED.items():
-        if getattr(point, dim) not in values:
-            raise ValueError(f"moe_dispatch_combine templates do not render {dim}={getattr(point, dim)}")
-    reason = excluded(point)
-    if reason:
-        raise ValueError(f"moe_dispatch_combine templates do not render {point.key()}: {reason}")
+    require_renderable("moe_dispatch_combine", SUPPORTED, excluded, point)
     if point.backend is B.HOST_NCCL:
         comm = _host_nccl(point)
     elif point.backend is B.COPY_ENGINE:

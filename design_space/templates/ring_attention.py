@@ -7,9 +7,8 @@ from __future__ import annotations
 from typing import Mapping, Optional
 
 from design_space.dimensions import CHUNK_BYTES, COMM_CTAS, Backend, Issuer, Placement, SyncScope
-from design_space.errors import DesignPointError
 from design_space.model import WorkloadCost
-from design_space.patterns import Pattern, register_pattern
+from design_space.patterns import Pattern, register_pattern, require_renderable
 from design_space.point import DesignPoint
 from design_space.spec import DType
 from design_space.templates import ring_attention_cuda as cu
@@ -155,15 +154,7 @@ def _host(point: DesignPoint) -> str:
 
 def render(point: DesignPoint) -> str:
     """CUDA source for ``point`` (which must be supported and not excluded)."""
-    for dim, values in SUPPORTED.items():
-        value = getattr(point, dim)
-        if value not in values:
-            raise DesignPointError(f"ring_attention templates do not render {dim}={getattr(value, 'value', value)}",
-                                   f"use one of {[getattr(v, 'value', v) for v in values]}")
-    why = excluded(point)
-    if why:
-        raise DesignPointError(f"ring_attention templates do not render {point.key()}: {why}",
-                               "pick a point from design_space.valid_points(pattern, hardware)")
+    require_renderable("ring_attention", SUPPORTED, excluded, point)
     gathered = point.backend is Backend.HOST_NCCL and point.placement is Placement.SEQUENTIAL
     attention = cu.ATTENTION.replace("@KV_SLOT@", "origin(c, t)" if gathered else "slot_of(c, G)")
     if point.placement is not Placement.FUSED_PERSISTENT:

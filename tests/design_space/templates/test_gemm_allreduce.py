@@ -2,21 +2,18 @@
 backend) and passes emulation; broken waits, offsets and chunk loops fail emulation, every time;
 cost() and the gloo reference match hand computations."""
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import design_space as ds
-from cuco.family_check import check_family
 from cuco.spec_loader import load_spec
 from evaluator import emulate, reference, shim_build
 from evaluator.cascade import Evaluator, EvaluatorConfig
 from evaluator.emulate import EmulationSettings
+from tests.design_space.templates.family_helpers import assert_sample_passes, mutate
 
-SAMPLE = int(os.environ.get("CUCO_FAMILY_SAMPLE", "6"))
-SEED = int(os.environ.get("CUCO_FAMILY_SEED", "2026"))
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "gemm_allreduce"
 PATTERN = ds.get_pattern("gemm_allreduce")
 FAILED = {ds.Status.WRONG_RESULT, ds.Status.TIMEOUT}
@@ -43,15 +40,9 @@ def cases(spec, shared_cache):
 
 
 def test_seeded_sample_of_the_family_builds_and_emulates(spec, shared_cache):
-    report = check_family(spec, shared_cache, sample=SAMPLE, seed=SEED, workers=2)
-    assert report.total_valid == len(ds.valid_points(PATTERN, ds.get_profile("H100")))
-    assert len(report.results) == SAMPLE
-    assert report.failures == [], [f"{r.point.key()}: {r.status.value} {r.reason}" for r in report.failures]
+    assert_sample_passes(spec, shared_cache)
 
 
-def _mutate(src: str, old: str, new: str) -> str:
-    assert old in src, f"mutation found nothing to change: {old!r}"
-    return src.replace(old, new)
 
 
 # (point, text, replacement): every backend with device-side synchronisation loses a wait; a
@@ -88,14 +79,14 @@ def _emulate(source: str, spec, cases, shared_cache, tmp_path) -> emulate.Emulat
 @pytest.mark.parametrize("name", sorted(MUTATIONS))
 def test_broken_synchronisation_or_transfer_fails_emulation(name, spec, cases, shared_cache, tmp_path):
     key, old, new = MUTATIONS[name]
-    broken = _mutate(PATTERN.render(ds.DesignPoint.parse_key(key)), old, new)
+    broken = mutate(PATTERN.render(ds.DesignPoint.parse_key(key)), old, new)
     outcome = _emulate(broken, spec, cases, shared_cache, tmp_path)
     assert outcome.status in FAILED, f"{name}: {outcome.status.value} {outcome.reason}"
 
 
 def test_a_missing_wait_fails_every_time(evaluator):
     key, old, new = MUTATIONS["lsa-two-shot-missing-peer-wait"]
-    broken = _mutate(PATTERN.render(ds.DesignPoint.parse_key(key)), old, new)
+    broken = mutate(PATTERN.render(ds.DesignPoint.parse_key(key)), old, new)
     evals = [evaluator.evaluate(ds.Candidate(origin=ds.Origin(kind="manual"), source=broken)) for _ in range(5)]
     assert {e.status for e in evals} == {ds.Status.WRONG_RESULT}, [e.reason for e in evals]
     assert len({e.reason for e in evals}) == 1  # the same failure: same case, rank and mismatch count

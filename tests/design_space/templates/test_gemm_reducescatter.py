@@ -5,18 +5,15 @@ scripts/check_all_points.py checks every point."""
 
 import importlib.util
 import multiprocessing as mp
-import os
 from pathlib import Path
 
 import pytest
 import torch
 
 import design_space as ds
-from cuco.family_check import check_family
 from cuco.spec_loader import load_spec
+from tests.design_space.templates.family_helpers import assert_sample_passes, edit_lines
 
-SAMPLE = int(os.environ.get("CUCO_FAMILY_SAMPLE", "6"))
-SEED = int(os.environ.get("CUCO_FAMILY_SEED", "2026"))
 PATTERN = ds.get_pattern("gemm_reducescatter")
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "gemm_reducescatter"
 
@@ -36,18 +33,9 @@ def evaluator(spec, shared_cache):
 
 
 def test_seeded_sample_of_the_family_builds_and_emulates(spec, shared_cache):
-    report = check_family(spec, shared_cache, sample=SAMPLE, seed=SEED, workers=2)
-    assert report.total_valid == len(ds.valid_points(PATTERN, ds.get_profile("H100")))
-    assert len(report.results) == SAMPLE
-    assert report.failures == [], [f"{r.point.key()}: {r.status.value} {r.reason}" for r in report.failures]
+    assert_sample_passes(spec, shared_cache)
 
 
-def _mutate(src: str, old: str, new: str = "") -> str:
-    """Replace every line containing ``old`` (drop it when ``new`` is empty, else substitute)."""
-    lines = src.splitlines()
-    out = [ln.replace(old, new) if new else ln for ln in lines if new or old not in ln]
-    assert out != lines, f"mutation found nothing to change: {old!r}"
-    return "\n".join(out) + "\n"
 
 
 # (point, text to find, replacement or "" to drop the line): each backend with device-side sync
@@ -74,12 +62,12 @@ def test_broken_synchronisation_or_indexing_fails_emulation(evaluator, key, old,
     point = ds.DesignPoint.parse_key(key)
     intact = PATTERN.render(point)
     assert evaluator.evaluate(_candidate(intact, point)).status is ds.Status.OK
-    ev = evaluator.evaluate(_candidate(_mutate(intact, old, new)))
+    ev = evaluator.evaluate(_candidate(edit_lines(intact, old, new)))
     assert ev.status in FAILED, ev.reason
 
 
 def test_a_missing_wait_fails_the_same_way_every_time(evaluator):
-    broken = _mutate(PATTERN.render(ds.DesignPoint.parse_key("lsa/fused_persistent/per_tile_signal/warp/4K/2")),
+    broken = edit_lines(PATTERN.render(ds.DesignPoint.parse_key("lsa/fused_persistent/per_tile_signal/warp/4K/2")),
                      "cuco_wait(c, src * MAX_CHUNKS", "")
     statuses = {evaluator.evaluate(_candidate(broken)).status for _ in range(5)}
     assert statuses == {ds.Status.WRONG_RESULT}

@@ -3,20 +3,17 @@ nccl backend) and passes emulation at 2 and 4 ranks; a missing wait, a wrong pee
 dropped chunk fails emulation, every time; cost() matches hand-computed figures; the gloo
 reference matches a single-process computation. scripts/check_all_points.py checks every point."""
 
-import os
 from pathlib import Path
 
 import pytest
 import torch
 
 import design_space as ds
-from cuco.family_check import check_family
 from cuco.spec_loader import load_spec
 from design_space.templates.moe_dispatch_combine import rank_loads
 from evaluator import emulate, reference
+from tests.design_space.templates.family_helpers import assert_sample_passes, edit_lines
 
-SAMPLE = int(os.environ.get("CUCO_FAMILY_SAMPLE", "6"))
-SEED = int(os.environ.get("CUCO_FAMILY_SEED", "2026"))
 PATTERN = ds.get_pattern("moe_dispatch_combine")
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "moe_dispatch_combine"
 FAILED = {ds.Status.WRONG_RESULT, ds.Status.TIMEOUT}
@@ -44,18 +41,9 @@ def cases(evaluator):
 
 
 def test_seeded_sample_of_the_family_builds_and_emulates(spec, shared_cache):
-    report = check_family(spec, shared_cache, sample=SAMPLE, seed=SEED, workers=2)
-    assert report.total_valid == len(ds.valid_points(PATTERN, ds.get_profile("H100")))
-    assert len(report.results) == SAMPLE
-    assert report.failures == [], [f"{r.point.key()}: {r.status.value} {r.reason}" for r in report.failures]
+    assert_sample_passes(spec, shared_cache)
 
 
-def _mutate(src: str, old: str, new: str = "") -> str:
-    """Replace ``old`` by ``new`` everywhere, or drop every line containing ``old`` when ``new`` is empty."""
-    lines = src.splitlines()
-    out = [ln.replace(old, new) if new else ln for ln in lines if new or old not in ln]
-    assert out != lines, f"mutation found nothing to change: {old!r}"
-    return "\n".join(out) + "\n"
 
 
 def _emulate(evaluator, cases, source: str, work: Path) -> emulate.EmulationOutcome:
@@ -86,12 +74,12 @@ MUTATIONS = [
 def test_broken_synchronisation_or_indexing_fails_emulation(evaluator, cases, tmp_path, key, old, new):
     intact = PATTERN.render(ds.DesignPoint.parse_key(key))
     assert _emulate(evaluator, cases, intact, tmp_path / "intact").status is ds.Status.OK
-    outcome = _emulate(evaluator, cases, _mutate(intact, old, new), tmp_path / "broken")
+    outcome = _emulate(evaluator, cases, edit_lines(intact, old, new), tmp_path / "broken")
     assert outcome.status in FAILED, outcome.reason
 
 
 def test_a_missing_wait_fails_the_same_way_every_time(evaluator, cases, tmp_path):
-    broken = _mutate(PATTERN.render(ds.DesignPoint.parse_key("lsa/fused_persistent/per_tile_signal/cta/4K/2")),
+    broken = edit_lines(PATTERN.render(ds.DesignPoint.parse_key("lsa/fused_persistent/per_tile_signal/cta/4K/2")),
                      "cuco_wait(c, slot, at_least);")
     outcomes = [_emulate(evaluator, cases, broken, tmp_path / str(i)) for i in range(5)]
     assert {(o.status, o.reason) for o in outcomes} == {(outcomes[0].status, outcomes[0].reason)}

@@ -4,20 +4,17 @@ emulation, the same way every time; cost() and the gloo reference match hand com
 
 import importlib.util
 import math
-import os
 from pathlib import Path
 
 import pytest
 import torch
 
 import design_space as ds
-from cuco.family_check import check_family
 from cuco.spec_loader import load_spec
 from evaluator import emulate, guard, reference, shim_build
 from evaluator.emulate import EmulationSettings
+from tests.design_space.templates.family_helpers import assert_sample_passes, mutate
 
-SAMPLE = int(os.environ.get("CUCO_FAMILY_SAMPLE", "6"))
-SEED = int(os.environ.get("CUCO_FAMILY_SEED", "2026"))
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "ring_attention"
 PATTERN = ds.get_pattern("ring_attention")
 
@@ -36,10 +33,7 @@ def cases(spec, shared_cache):
 
 
 def test_seeded_sample_of_the_family_builds_and_emulates(spec, shared_cache):
-    report = check_family(spec, shared_cache, sample=SAMPLE, seed=SEED, workers=2)
-    assert report.total_valid == len(ds.valid_points(PATTERN, ds.get_profile("H100")))
-    assert len(report.results) == SAMPLE
-    assert report.failures == [], [f"{r.point.key()}: {r.status.value} {r.reason}" for r in report.failures]
+    assert_sample_passes(spec, shared_cache)
 
 
 def _emulate(source: str, spec, cases, shared_cache, tmp_path) -> emulate.EmulationOutcome:
@@ -48,9 +42,6 @@ def _emulate(source: str, spec, cases, shared_cache, tmp_path) -> emulate.Emulat
                            cache_dir=shared_cache / "emulator", settings=EmulationSettings(timeout_s=20))
 
 
-def _mutate(src: str, old: str, new: str) -> str:
-    assert src.count(old) == 1, f"mutation needs exactly one match of {old!r}"
-    return src.replace(old, new)
 
 
 _WAIT_ROWS = "++ch) sig_wait(c, data_slot(c, G, ch), data_target(c, p, G));"
@@ -79,13 +70,13 @@ def test_broken_transfer_fails_emulation(name, spec, cases, shared_cache, tmp_pa
     key, old, new = MUTATIONS[name]
     intact = PATTERN.render(ds.DesignPoint.parse_key(key))
     assert _emulate(intact, spec, cases, shared_cache, tmp_path / "intact").status is ds.Status.OK
-    broken = _emulate(_mutate(intact, old, new), spec, cases, shared_cache, tmp_path / "broken")
+    broken = _emulate(mutate(intact, old, new), spec, cases, shared_cache, tmp_path / "broken")
     assert broken.status in FAILED, broken.reason
 
 
 def test_a_missing_wait_fails_the_same_way_every_time(spec, cases, shared_cache, tmp_path):
     key, old, new = MUTATIONS["lsa-missing-wait"]
-    broken = _mutate(PATTERN.render(ds.DesignPoint.parse_key(key)), old, new)
+    broken = mutate(PATTERN.render(ds.DesignPoint.parse_key(key)), old, new)
     outcomes = {(o.status, o.reason) for o in
                 (_emulate(broken, spec, cases, shared_cache, tmp_path / str(i)) for i in range(5))}
     assert len(outcomes) == 1

@@ -1,0 +1,31 @@
+"""What every template family's tests share: the seeded sample check and source mutations."""
+
+import os
+
+import design_space as ds
+from cuco.family_check import check_family
+
+SAMPLE = int(os.environ.get("CUCO_FAMILY_SAMPLE", "6"))
+SEED = int(os.environ.get("CUCO_FAMILY_SEED", "2026"))
+
+
+def assert_sample_passes(spec, cache_dir) -> None:
+    """A seeded sample of the spec's family passes guard, nvcc and emulation at every world size."""
+    report = check_family(spec, cache_dir, sample=SAMPLE, seed=SEED, workers=2)
+    assert report.total_valid == len(ds.valid_points(ds.get_pattern(spec.pattern), ds.get_profile("H100")))
+    assert len(report.results) == min(SAMPLE, report.total_valid)
+    assert report.failures == [], [f"{r.point.key()}: {r.status.value} {r.reason}" for r in report.failures]
+
+
+def mutate(src: str, old: str, new: str = "") -> str:
+    """``src`` with ``old`` replaced; a mutation that finds nothing to change is a broken test."""
+    assert old in src, f"mutation found nothing to change: {old!r}"
+    return src.replace(old, new)
+
+
+def edit_lines(src: str, old: str, new: str = "") -> str:
+    """Drop every line containing ``old`` (``new`` empty), or replace ``old`` by ``new`` everywhere."""
+    lines = src.splitlines()
+    out = [ln.replace(old, new) if new else ln for ln in lines if new or old not in ln]
+    assert out != lines, f"mutation found nothing to change: {old!r}"
+    return "\n".join(out) + "\n"
