@@ -75,8 +75,11 @@ def test_an_interrupted_run_loses_nothing_and_resumes(tmp_path):
     import sqlite3
     import time
 
+    # A cache of its own: with the suite's warm cache the whole run can finish before the interrupt.
+    env = {**os.environ, "CUCO_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.Popen([CUCO, "evolve", EXAMPLE, "--run-dir", "run", "--generations", "2", "--population", "3",
-                             "--workers", "1"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--workers", "1"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
     db = tmp_path / "run" / "cuco.db"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
