@@ -79,7 +79,8 @@ def test_an_interrupted_run_loses_nothing_and_resumes(tmp_path):
     env = {**os.environ, "CUCO_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.Popen([CUCO, "evolve", EXAMPLE, "--run-dir", "run", "--generations", "2", "--population", "3",
                              "--workers", "1"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
+                            env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    # (a suite started in the background inherits an ignored SIGINT, and Python then ignores ^C)
     db = tmp_path / "run" / "cuco.db"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
