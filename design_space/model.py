@@ -20,10 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from design_space.collectives import (  # noqa: F401  (efficiencies re-exported for callers of the model)
-    COLLECTIVES, DEVICE_LINK_EFFICIENCY, ISSUER_BW_FACTOR, ISSUERS_PER_CTA, NCCL_LINK_EFFICIENCY, SIGNAL_COST_S,
-    CommTime, comm_factor, device_time, ideal_time, nccl_time,
-)
+from design_space.collectives import COLLECTIVES, CommTime, comm_factor, device_time, ideal_time, nccl_time
 from design_space.dimensions import Backend, Placement, SyncScope
 from design_space.errors import SpecError
 from design_space.hardware import HardwareProfile

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Optional
 
+from design_space.dimensions import CHUNK_BYTES, COMM_CTAS, Backend, Issuer, Placement, SyncScope
 from design_space.errors import DesignPointError, SpecError
 from design_space.model import WorkloadCost
 from design_space.point import DesignPoint
@@ -65,3 +66,16 @@ def require_renderable(name: str, supported: Mapping[str, tuple], excluded: Call
     if why:
         raise DesignPointError(f"{name} templates do not render {point.key()}: {why}",
                                f"pick a point from `cuco space` (design_space.valid_points) for {name}")
+
+
+def every_value(*, without_backends: tuple[Backend, ...] = ()) -> dict[str, tuple]:
+    """``Pattern.supported`` for a family that renders every value of every dimension (but the
+    backends that make no sense for its workload)."""
+    return {
+        "backend": tuple(b for b in Backend if b not in without_backends),
+        "placement": tuple(Placement),
+        "sync_scope": tuple(SyncScope),
+        "issuer": tuple(Issuer),
+        "chunk_bytes": CHUNK_BYTES,
+        "comm_ctas": COMM_CTAS,
+    }

@@ -8,6 +8,8 @@ buffer (the gathered A, [M, K]); a rank reads its own rows straight from A_r. Ou
 shard-aligned, so a tile's rows come from exactly one rank.
 """
 
+from design_space.templates.shared_cuda import SIDE_STREAM  # noqa: F401  (composed by the renderer)
+
 HEADER = r"""// cuco candidate -- pattern: allgather_gemm
 // design point: @POINT@
 // Rank r: C_r[M, N/n] = allgather(A)[M, K] @ B_r[K, N/n]; dims = {M, N, K}.
@@ -175,16 +177,3 @@ __global__ void __launch_bounds__(THREADS) fused_kernel(cuco_ctx c) {
 }
 """
 
-SIDE_STREAM = r"""
-// Side stream for communication, created once per process; it joins `stream` before return.
-static cudaStream_t g_side;
-static cudaEvent_t g_fork, g_join;
-static int ensure_side_stream() {
-  if (g_side == nullptr) {
-    cudaStreamCreateWithFlags(&g_side, cudaStreamNonBlocking);
-    cudaEventCreateWithFlags(&g_fork, cudaEventDisableTiming);
-    cudaEventCreateWithFlags(&g_join, cudaEventDisableTiming);
-  }
-  return (int)cudaGetLastError();
-}
-"""

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
-from design_space.dimensions import CHUNK_BYTES, COMM_CTAS, Backend, Issuer, Placement, SyncScope
+from design_space.dimensions import Backend, Issuer, Placement, SyncScope
 from design_space.model import WorkloadCost
-from design_space.patterns import Pattern, register_pattern, require_renderable
+from design_space.patterns import Pattern, every_value, register_pattern, require_renderable
 from design_space.point import DesignPoint
 from design_space.spec import DType
 from design_space.templates import gemm_allreduce_cuda as cu
@@ -152,14 +152,7 @@ def render(point: DesignPoint) -> str:
                            cm.COMM_WORK, kernels, host])
 
 
-SUPPORTED: dict[str, tuple] = {
-    "backend": tuple(Backend),
-    "placement": tuple(Placement),
-    "sync_scope": tuple(SyncScope),
-    "issuer": tuple(Issuer),
-    "chunk_bytes": CHUNK_BYTES,
-    "comm_ctas": COMM_CTAS,
-}
+SUPPORTED: dict[str, tuple] = every_value()
 
 PATTERN = Pattern(
     name="gemm_allreduce",

@@ -1,19 +1,8 @@
 """CUDA text of the KV-cache transfer family: host entries (``cuco_run``) per placement, and the
 host-driven transfers (copy engine, NCCL collectives). Pieces the renderer composes."""
 
-SIDE_STREAM = r"""
-// Side stream for communication, created once per process; it joins `stream` before return.
-static cudaStream_t g_side;
-static cudaEvent_t g_fork, g_join;
-static int ensure_side_stream() {
-  if (g_side == nullptr) {
-    cudaStreamCreateWithFlags(&g_side, cudaStreamNonBlocking);
-    cudaEventCreateWithFlags(&g_fork, cudaEventDisableTiming);
-    cudaEventCreateWithFlags(&g_join, cudaEventDisableTiming);
-  }
-  return (int)cudaGetLastError();
-}
-"""
+from design_space.templates.shared_cuda import SIDE_STREAM  # noqa: F401  (composed by the renderer)
+
 
 # sequential: compute every layer, then send everything, then every rank meets.
 HOST_SEQUENTIAL = r"""

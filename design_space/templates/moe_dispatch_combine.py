@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from typing import Mapping, Optional
 
-from design_space.dimensions import CHUNK_BYTES, COMM_CTAS, Backend, Issuer, Placement, SyncScope
+from design_space.dimensions import Backend, Issuer, Placement, SyncScope
 from design_space.model import WorkloadCost
-from design_space.patterns import Pattern, register_pattern, require_renderable
+from design_space.patterns import Pattern, every_value, register_pattern, require_renderable
 from design_space.point import DesignPoint
 from design_space.spec import DType
 from design_space.templates import moe_dispatch_combine_cuda as cu
@@ -212,14 +212,7 @@ def render(point: DesignPoint) -> str:
     return "".join(parts)
 
 
-SUPPORTED: dict[str, tuple] = {
-    "backend": (B.LSA, B.GIN, B.COPY_ENGINE, B.HOST_NCCL),
-    "placement": tuple(Placement),
-    "sync_scope": tuple(SyncScope),
-    "issuer": tuple(Issuer),
-    "chunk_bytes": CHUNK_BYTES,
-    "comm_ctas": COMM_CTAS,
-}
+SUPPORTED: dict[str, tuple] = every_value(without_backends=(Backend.MULTIMEM,))  # nothing to reduce or broadcast
 
 PATTERN = Pattern(
     name="moe_dispatch_combine",

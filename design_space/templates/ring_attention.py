@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Mapping, Optional
 
-from design_space.dimensions import CHUNK_BYTES, COMM_CTAS, Backend, Issuer, Placement, SyncScope
+from design_space.dimensions import CHUNK_BYTES, Backend, Issuer, Placement, SyncScope
 from design_space.model import WorkloadCost
-from design_space.patterns import Pattern, register_pattern, require_renderable
+from design_space.patterns import Pattern, every_value, register_pattern, require_renderable
 from design_space.point import DesignPoint
 from design_space.spec import DType
 from design_space.templates import ring_attention_cuda as cu
@@ -170,14 +170,7 @@ def render(point: DesignPoint) -> str:
     return "".join(parts)
 
 
-SUPPORTED: dict[str, tuple] = {
-    "backend": (Backend.LSA, Backend.GIN, Backend.COPY_ENGINE, Backend.HOST_NCCL),
-    "placement": tuple(Placement),
-    "sync_scope": tuple(SyncScope),
-    "issuer": (Issuer.THREAD, Issuer.WARP, Issuer.CTA, Issuer.COPY_ENGINE),
-    "chunk_bytes": CHUNK_BYTES,
-    "comm_ctas": COMM_CTAS,
-}
+SUPPORTED: dict[str, tuple] = every_value(without_backends=(Backend.MULTIMEM,))  # nothing to reduce or broadcast
 
 PATTERN = Pattern(
     name="ring_attention",

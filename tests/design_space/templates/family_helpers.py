@@ -29,3 +29,18 @@ def edit_lines(src: str, old: str, new: str = "") -> str:
     out = [ln.replace(old, new) if new else ln for ln in lines if new or old not in ln]
     assert out != lines, f"mutation found nothing to change: {old!r}"
     return "\n".join(out) + "\n"
+
+
+def reference_cases(spec, cache_dir):
+    """Reference data and emulator runtime at the evaluator's cache paths (shared with it)."""
+    from evaluator import reference, shim_build
+    shim_build.ensure_runtime(cache_dir / "emulator")
+    return reference.prepare(spec, ds.get_pattern(spec.pattern), cache_dir / "reference",
+                             worlds=spec.emulation_world_sizes, cases=spec.emulation_shapes)
+
+
+def emulate_only(source: str, spec, cases, cache_dir, work_dir):
+    """The emulate stage alone: nvcc adds nothing to a mutation's verdict and costs 5-20 s a build."""
+    from evaluator import emulate
+    return emulate.emulate(source, spec=spec, pattern=ds.get_pattern(spec.pattern), cases=cases, work_dir=work_dir,
+                           cache_dir=cache_dir / "emulator", settings=emulate.EmulationSettings(timeout_s=20))

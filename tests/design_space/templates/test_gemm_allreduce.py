@@ -9,10 +9,10 @@ import pytest
 
 import design_space as ds
 from cuco.spec_loader import load_spec
-from evaluator import emulate, reference, shim_build
+from evaluator import emulate
 from evaluator.cascade import Evaluator, EvaluatorConfig
 from evaluator.emulate import EmulationSettings
-from tests.design_space.templates.family_helpers import assert_sample_passes, mutate
+from tests.design_space.templates.family_helpers import assert_sample_passes, emulate_only, mutate, reference_cases
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "gemm_allreduce"
 PATTERN = ds.get_pattern("gemm_allreduce")
@@ -33,10 +33,7 @@ def evaluator(spec, shared_cache):
 
 @pytest.fixture(scope="module")
 def cases(spec, shared_cache):
-    """Reference data and emulator runtime at the evaluator's cache paths (shared with it)."""
-    shim_build.ensure_runtime(shared_cache / "emulator")
-    return reference.prepare(spec, PATTERN, shared_cache / "reference", worlds=spec.emulation_world_sizes,
-                             cases=spec.emulation_shapes)
+    return reference_cases(spec, shared_cache)
 
 
 def test_seeded_sample_of_the_family_builds_and_emulates(spec, shared_cache):
@@ -71,9 +68,7 @@ MUTATIONS = {
 
 
 def _emulate(source: str, spec, cases, shared_cache, tmp_path) -> emulate.EmulationOutcome:
-    # The emulate stage alone: nvcc adds nothing to a mutation's verdict and costs 5-25 s a build here.
-    return emulate.emulate(source, spec=spec, pattern=PATTERN, cases=cases, work_dir=tmp_path,
-                           cache_dir=shared_cache / "emulator", settings=EmulationSettings(timeout_s=20))
+    return emulate_only(source, spec, cases, shared_cache, tmp_path)
 
 
 @pytest.mark.parametrize("name", sorted(MUTATIONS))
