@@ -54,18 +54,24 @@ def pattern_names() -> tuple[str, ...]:
     return tuple(sorted(_PATTERNS))
 
 
+def render_problem(name: str, supported: Mapping[str, tuple], excluded: Callable[[DesignPoint], Optional[str]],
+                   point: DesignPoint) -> Optional[str]:
+    """Why family ``name`` renders no template for ``point`` (a value it does not render, or its
+    exclusion), or None. Hardware rules are the caller's: see ``space.why_not_rendered``."""
+    unsupported = [f"{d}={getattr(getattr(point, d), 'value', getattr(point, d))}" for d, values in supported.items()
+                   if getattr(point, d) not in values]
+    if unsupported:
+        return f"the {name} templates do not render {', '.join(unsupported)}"
+    why = excluded(point)
+    return f"the {name} family excludes {point.key()}: {why}" if why else None
+
+
 def require_renderable(name: str, supported: Mapping[str, tuple], excluded: Callable[[DesignPoint], Optional[str]],
                        point: DesignPoint) -> None:
     """Raise ``DesignPointError`` unless family ``name`` renders ``point`` (its renderers call this first)."""
-    for dim, values in supported.items():
-        value = getattr(point, dim)
-        if value not in values:
-            raise DesignPointError(f"{name} templates do not render {dim}={getattr(value, 'value', value)}",
-                                   f"use one of {[getattr(v, 'value', v) for v in values]}")
-    why = excluded(point)
-    if why:
-        raise DesignPointError(f"{name} templates do not render {point.key()}: {why}",
-                               f"pick a point from `cuco space` (design_space.valid_points) for {name}")
+    problem = render_problem(name, supported, excluded, point)
+    if problem:
+        raise DesignPointError(problem, f"pick a point from `cuco space` (design_space.valid_points) for {name}")
 
 
 def every_value(*, without_backends: tuple[Backend, ...] = ()) -> dict[str, tuple]:

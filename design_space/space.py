@@ -8,7 +8,7 @@ from typing import Mapping, Optional, Sequence
 
 from design_space.errors import DesignPointError, SpecError
 from design_space.hardware import HardwareProfile
-from design_space.patterns import Pattern
+from design_space.patterns import Pattern, render_problem
 from design_space.point import DIMENSIONS, DesignPoint
 from design_space.rules import violations
 
@@ -72,12 +72,7 @@ def neighbours(point: DesignPoint, values: Mapping[str, tuple]) -> list[tuple[st
 
 def why_not_rendered(point: DesignPoint, pattern: Pattern, hardware: HardwareProfile) -> Optional[str]:
     """Why ``pattern``'s templates cannot render ``point`` on ``hardware`` (None when they can)."""
-    unsupported = [f"{d}={getattr(getattr(point, d), 'value', getattr(point, d))}" for d in DIMENSIONS
-                   if getattr(point, d) not in pattern.supported[d]]
-    if unsupported:
-        return f"the {pattern.name} templates do not render {', '.join(unsupported)}"
     broken = violations(point, hardware)
     if broken:
         return "; ".join(f"[{r.name}] {r.reason}" for r in broken)
-    excluded = pattern.excluded(point)
-    return f"the {pattern.name} family excludes it: {excluded}" if excluded else None
+    return render_problem(pattern.name, pattern.supported, pattern.excluded, point)

@@ -70,7 +70,7 @@ def test_unknown_pattern(tmp_path):
     ("lsa/fused_persistent/global_barrier/warp/64K/8", "fused_persistent_needs_fine_signals"),
     ("lsa/fused_persistent/per_tile_signal/warp/64K/7", "comm_ctas"),
     ("multimem/fused", "cannot parse"),
-    ("host_nccl/sequential/global_barrier/cta/4K/1", "family excludes it: a sequential library all-gather"),
+    ("host_nccl/sequential/global_barrier/cta/4K/1", "family excludes host_nccl/sequential/global_barrier/cta/4K/1: a sequential library all-gather"),
 ])
 def test_invalid_design_point(tmp_path, point, needle):
     rc, _, err = _cuco(["evolve", EXAMPLE, "--point", point], tmp_path)
