@@ -9,12 +9,14 @@ from evaluator import sandbox
 
 def test_timeout_kills_the_whole_process_group(tmp_path):
     # the child spawns a grandchild that would outlive a plain kill of the child
-    script = "import subprocess, time; subprocess.Popen(['sleep', '300']); time.sleep(300)"
+    # a duration no other process uses, so a stray `sleep 300` elsewhere on the machine cannot fail this
+    marker = f"sleep {300 + os.getpid() % 1000 / 1000:.3f}"
+    script = f"import subprocess, time; subprocess.Popen({marker.split()!r}); time.sleep(300)"
     start = time.monotonic()
     res = sandbox.run([sys.executable, "-c", script], workdir=tmp_path, limits=sandbox.Limits(wall_s=1.5))
     assert res.timed_out and time.monotonic() - start < 15
     time.sleep(0.2)
-    assert "sleep 300" not in os.popen("ps -eo args").read()
+    assert marker not in os.popen("ps -eo args").read()
 
 
 def test_environment_is_scrubbed_and_home_is_the_workdir(tmp_path, monkeypatch):
