@@ -50,16 +50,18 @@ def evolve(
     seed: int = typer.Option(0, help="seed of the proposer"),
     point: List[str] = typer.Option([], help="design point to put in generation 0, e.g. "
                                               "lsa/fused_persistent/per_tile_signal/warp/64K/8 (repeatable)"),
-    max_wall: Optional[float] = typer.Option(None, help="stop starting new work after this many seconds"),
+    max_wall: Optional[float] = typer.Option(None, help="end the run after this many seconds: no new work starts and a stage still running is killed (stored as timeout)"),
     top: int = typer.Option(15, help="rows of the final leaderboard"),
     json_out: bool = typer.Option(False, "--json", help="print the final leaderboard as JSON"),
     keep_work: bool = typer.Option(False, help="keep per-candidate scratch folders"),
+    gpu: str = typer.Option("auto", help="GPU stages (verify, bench): auto = when a GPU is present, off, "
+                                         "require = refuse to run without one"),
 ) -> None:
     """Search the design space for SPEC (resumes when the run already exists)."""
     from cuco.evolve_command import run_evolve
     run_evolve(spec, run_dir=run_dir, run_name=run_name, db=db, generations=generations, population=population,
                workers=workers, seed=seed, points=point, max_wall=max_wall, top=top, json_out=json_out,
-               keep_work=keep_work, console=_console())
+               keep_work=keep_work, console=_console(), gpu=gpu)
 
 
 @app.command()
@@ -143,6 +145,18 @@ def init(
     from cuco.init_command import run_init
     run_init(out=out, from_reference=from_reference, from_seed=from_seed, reference=reference, inputs=inputs,
              pattern=pattern, name=name, force=force, console=_console())
+
+
+@app.command()
+@_guarded
+def doctor(
+    json_out: bool = typer.Option(False, "--json", help="print JSON"),
+) -> None:
+    """What this machine can do: compilers, GPUs, CUDA, NCCL, torch, sandbox isolation, tiers, LLM keys (names only)."""
+    from cuco.doctor_command import run_doctor
+    code = run_doctor(json_out=json_out, console=_console())
+    if code:
+        raise typer.Exit(code)
 
 
 def main() -> None:

@@ -58,13 +58,14 @@ class _Progress:
 
 def run_evolve(spec_path: Path, *, run_dir: Optional[Path], run_name: Optional[str], db: Optional[str],
                generations: int, population: int, workers: Optional[int], seed: int, points: Sequence[str],
-               max_wall: Optional[float], top: int, json_out: bool, keep_work: bool, console) -> None:
+               max_wall: Optional[float], top: int, json_out: bool, keep_work: bool, console,
+               gpu: str = "auto") -> None:
     spec = load_spec(spec_path)
     seed_points = tuple(DesignPoint.parse_key(p) for p in points)
     options = EvolveOptions(run_dir=run_dir or Path("runs") / spec.name, run_name=run_name, db_url=db,
                             generations=generations, population=population,
                             workers=workers or max(1, os.cpu_count() or 1), seed=seed, max_wall_s=max_wall,
-                            keep_work=keep_work, seed_points=seed_points)
+                            keep_work=keep_work, seed_points=seed_points, gpu=gpu)
     if not json_out:
         console.print(f"[bold]cuco evolve[/] {spec.name} ({spec.pattern}) on {spec.hardware}, world {spec.target_world}"
                       f" -> {options.run_dir}")

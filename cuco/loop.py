@@ -43,6 +43,7 @@ class EvolveOptions:
     seed_points: tuple[DesignPoint, ...] = ()  # put in generation 0 before the proposer's picks
     cache_dir: Optional[Path] = None  # builds, emulator runtime, reference data (content-keyed, shareable)
     emulation_timeout_s: float = 60.0  # per emulator run; a hang ends as `timeout`
+    gpu: str = "auto"  # GPU stages: "auto" (when a GPU is present), "off", "require"
 
     def check(self) -> None:
         for name in ("generations", "population", "workers"):
@@ -107,7 +108,8 @@ class _Loop:
         # the evaluator checks the toolchain: fail before anything is written
         settings = EmulationSettings(timeout_s=options.emulation_timeout_s)
         self.evaluator = Evaluator(spec, EvaluatorConfig(cache_dir=options.cache_dir or default_cache_dir(),
-                                                         keep_work=options.keep_work, emulation=settings))
+                                                         keep_work=options.keep_work, emulation=settings,
+                                                         gpu=options.gpu))
         Path(options.run_dir).mkdir(parents=True, exist_ok=True)
         self.store = Store.open(database_for(options))
 
@@ -126,9 +128,14 @@ class _Loop:
                              "pass --run-name NEW_NAME (or another --run-dir) to start a new run")
         return self.store.update_run(self.name, status=RunStatus.RUNNING, config=config), True
 
-    def _deadline_passed(self) -> bool:
+    def _deadline(self) -> Optional[float]:
+        """When --max-wall ends the run (``time.monotonic()``): in-flight stages are cut there too."""
         m = self.options.max_wall_s
-        return m is not None and time.monotonic() - self.started > m
+        return None if m is None else self.started + m
+
+    def _deadline_passed(self) -> bool:
+        d = self._deadline()
+        return d is not None and time.monotonic() > d
 
     def run(self) -> RunSummary:
         run, resumed = self._open_run()
@@ -190,7 +197,7 @@ class _Loop:
             while queue or futures:
                 while queue and len(futures) < self.options.workers and not self._deadline_passed():
                     cand = queue.pop(0)
-                    futures[pool.submit(self.evaluator.evaluate, cand)] = cand
+                    futures[pool.submit(self.evaluator.evaluate, cand, None, self._deadline())] = cand
                 if not futures:
                     return False
                 done, _ = wait(futures, return_when=FIRST_COMPLETED)

@@ -1,8 +1,10 @@
-"""The evaluator cascade, cheapest stage first: guard -> build -> emulate -> simulate -> score.
+"""The evaluator cascade, cheapest stage first: guard -> build -> emulate -> [verify -> bench on
+GPUs] -> simulate -> score.
 
 A candidate's failure at any stage is data (an ``Evaluation`` with its status and a trimmed
-log); only misconfiguration or infrastructure faults raise. GPU stages (verify, bench) are not
-part of this CPU cascade: timings here are ``simulated`` by the analytic model and labelled so.
+log); only misconfiguration or infrastructure faults raise. Without a GPU (or with one GPU, where
+ranks are virtual) timings are ``simulated`` by the analytic model; with several GPUs they are
+``measured`` by the bench stage. The two are never mixed in one evaluation.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import platform
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
@@ -22,7 +24,9 @@ from design_space.hardware import get_profile
 from design_space.model import estimate
 from design_space.patterns import get_pattern
 from design_space.spec import KernelSpec
+from design_space.errors import ConfigError
 from evaluator import build, emulate, guard, reference, shim_build, toolchain
+from evaluator.gpu import stages as gpu_stages
 
 SOL_SUSPECT = 1.05  # a time this far under the physical bound is a bug or a hack
 
@@ -35,6 +39,7 @@ class EvaluatorConfig:
     arch: Optional[str] = None  # default: the spec's hardware profile
     emulation: emulate.EmulationSettings = field(default_factory=emulate.EmulationSettings)
     trials: int = 1
+    gpu: str = "auto"  # "auto": GPU stages when a GPU is present; "off"; "require": refuse to run without one
     build_timeout_s: float = 180.0
     keep_work: bool = False
 
@@ -54,7 +59,8 @@ class Evaluator:
     """Evaluates candidates of one spec. Construction checks the toolchain (raises when missing)."""
 
     def __init__(self, spec: KernelSpec, config: EvaluatorConfig) -> None:
-        self.spec, self.config = spec, config
+        # stages run in their own working directories: a relative cache path would point elsewhere there
+        self.spec, self.config = spec, replace(config, cache_dir=Path(config.cache_dir).resolve())
         self.pattern = get_pattern(spec.pattern)
         self.hardware = get_profile(spec.hardware)
         self.arch = config.arch or self.hardware.arch
@@ -62,6 +68,17 @@ class Evaluator:
         toolchain.find_gxx()
         self.provenance = provenance(self.tc)
         self._cases: Optional[list[reference.ReferenceCase]] = None
+        self.gpu = self._gpu_plan(config.gpu)
+
+    def _gpu_plan(self, wanted: str) -> Optional[gpu_stages.GpuPlan]:
+        if wanted not in ("auto", "off", "require"):
+            raise ConfigError(f"unknown GPU setting {wanted!r}", "pass --gpu auto, off or require")
+        found = None if wanted == "off" else gpu_stages.plan(self.spec, self.config.comm_backend)
+        if wanted == "require" and found is None:
+            raise ConfigError("--gpu require: this machine has no usable CUDA GPU",
+                              "run on a GPU machine, or pass --gpu auto to build, emulate and simulate here "
+                              "(`cuco doctor` shows what this machine can do)")
+        return found
 
     def prepare(self) -> None:
         """Run (or load) the reference on gloo and build the emulator runtime once."""
@@ -72,16 +89,20 @@ class Evaluator:
                 seeds=tuple(range(self.config.trials)))
             shim_build.ensure_runtime(self.config.cache_dir / "emulator")
 
-    def evaluate(self, candidate: Candidate, parent_source: Optional[str] = None) -> Evaluation:
+    def evaluate(self, candidate: Candidate, parent_source: Optional[str] = None,
+                 deadline: Optional[float] = None) -> Evaluation:
+        """Run the cascade. ``deadline`` (a ``time.monotonic()`` value, e.g. from ``--max-wall``)
+        caps every stage's own time limit; a stage cut by it ends as ``timeout`` and says so."""
         self.prepare()
         work = Path(tempfile.mkdtemp(prefix=f"cuco-{candidate.id}-", dir=self.config.work_root))
         try:
-            return self._cascade(candidate, parent_source, work)
+            budget = _Budget(deadline)
+            return budget.label(self._cascade(candidate, parent_source, work, budget))
         finally:
             if not self.config.keep_work:
                 shutil.rmtree(work, ignore_errors=True)
 
-    def _cascade(self, cand: Candidate, parent_source: Optional[str], work: Path) -> Evaluation:
+    def _cascade(self, cand: Candidate, parent_source: Optional[str], work: Path, budget: "_Budget") -> Evaluation:
         seconds: dict[str, float] = {}
         base = {"candidate_id": cand.id, "stage_seconds": seconds, "provenance": self.provenance}
         t = time.monotonic()
@@ -93,31 +114,56 @@ class Evaluator:
         t = time.monotonic()
         built = build.build(cand.source, arch=self.arch, comm_backend=self.config.comm_backend,
                             dtype_code=self.spec.dtype.code, tc=self.tc, cache_dir=self.config.cache_dir,
-                            work_dir=work / "build", timeout_s=self.config.build_timeout_s)
+                            work_dir=work / "build", timeout_s=budget.cap(self.config.build_timeout_s))
         seconds["build_cached" if built.stats.cached else "build"] = time.monotonic() - t
+        if not built.ok and budget.cut:
+            return Evaluation(**base, status=Status.TIMEOUT, stage=Stage.BUILD, build=built.stats,
+                              reason=budget.reason("the build"), logs=built.log)
         if not built.ok:
             first = next((ln for ln in built.log.splitlines() if "error" in ln), "nvcc failed")
             return Evaluation(**base, status=Status.BUILD_FAILED, stage=Stage.BUILD, build=built.stats,
                               reason=first.strip()[:300], logs=built.log)
         emu = emulate.emulate(cand.source, spec=self.spec, pattern=self.pattern, cases=self._cases or [],
                               work_dir=work / "emulate", cache_dir=self.config.cache_dir / "emulator",
-                              settings=self.config.emulation)
+                              settings=replace(self.config.emulation,
+                                               timeout_s=budget.cap(self.config.emulation.timeout_s)))
         seconds.update(emu.seconds)
         if emu.status is not Status.OK:
             return Evaluation(**base, status=emu.status, stage=Stage.EMULATE, build=built.stats, checks=emu.checks,
                               reason=emu.reason, logs=emu.log)
-        t = time.monotonic()
-        timings = self.simulate(cand)
-        seconds["simulate"] = time.monotonic() - t
-        flags = ["memory_ordering_unchecked (CPU emulation)",
-                 "network_isolated" if emu.network_isolated else "network_not_isolated (no private namespace)"]
+        return self._after_emulation(cand, work, budget, base, built, emu)
+
+    def _after_emulation(self, cand: Candidate, work: Path, budget: "_Budget", base: dict, built: build.BuildOutcome,
+                         emu: emulate.EmulationOutcome) -> Evaluation:
+        """GPU stages when there is a GPU, then the simulated times unless measured ones exist."""
+        seconds = base["stage_seconds"]
+        flags = ["network_isolated" if emu.network_isolated else "network_not_isolated (no private namespace)",
+                 f"sandbox: {emu.isolation}"]
+        checks, logs, stage, timings = emu.checks, emu.log, Stage.EMULATE, ()
+        if self.gpu is not None:
+            t = time.monotonic()
+            gpu = gpu_stages.run(cand, self.spec, self.pattern, self.gpu, work=work / "gpu",
+                                 cache_dir=self.config.cache_dir / "gpu", cap=budget.cap)
+            seconds["gpu"] = time.monotonic() - t
+            checks, logs = (*emu.checks, *gpu.checks), f"{emu.log}\n{gpu.log}"
+            if gpu.status is not Status.OK:
+                return Evaluation(**base, status=gpu.status, stage=gpu.stage, build=built.stats, checks=checks,
+                                  reason=gpu.reason, logs=trim_log(logs), flags=tuple(flags))
+            flags += gpu.flags
+            stage, timings = gpu.stage, gpu.timings
+        else:
+            flags.append("memory_ordering_unchecked (CPU emulation)")
+        if not timings:  # measured times, when there are any, are never mixed with simulated ones
+            t = time.monotonic()
+            timings = tuple(self.simulate(cand))
+            seconds["simulate"] = time.monotonic() - t
+            stage = Stage.SIMULATE if timings else stage
         if not timings:
             flags.append("no_declared_point: not simulated")
         if any(tm.sol_fraction > SOL_SUSPECT for tm in timings):
             flags.append("beats_physical_bound: suspected hack or bug")
-        return Evaluation(**base, status=Status.OK, stage=Stage.SIMULATE if timings else Stage.EMULATE,
-                          build=built.stats, checks=emu.checks, timings=tuple(timings), flags=tuple(flags),
-                          logs=emu.log)
+        return Evaluation(**base, status=Status.OK, stage=stage, build=built.stats, checks=checks, timings=timings,
+                          flags=tuple(flags), logs=trim_log(logs))
 
     def simulate(self, cand: Candidate) -> list[Timing]:
         """Model estimates for every shape of the sweep at the target world size (``simulated``)."""
@@ -131,3 +177,39 @@ class Evaluator:
             out.append(Timing(shape=shape.name, world=world, source=TimingSource.SIMULATED, seconds=est.simulated,
                               bound_seconds=est.bound, baseline_seconds=est.baseline))
         return out
+
+
+class _Budget:
+    """What is left of a deadline; remembers whether it had to shorten a stage's own limit."""
+
+    MIN_STAGE_S = 1.0  # a stage always gets this much, so a late start still records an outcome
+
+    def __init__(self, deadline: Optional[float]) -> None:
+        self.deadline = deadline
+        self.capped: Optional[float] = None
+
+    def cap(self, own_limit_s: float) -> float:
+        if self.deadline is None:
+            return own_limit_s
+        left = max(self.MIN_STAGE_S, self.deadline - time.monotonic())
+        if left < own_limit_s:
+            self.capped = own_limit_s
+            return left
+        return own_limit_s
+
+    @property
+    def cut(self) -> bool:
+        """The deadline shortened a stage and has now passed: that stage ended because of it."""
+        return self.capped is not None and self.deadline is not None and time.monotonic() >= self.deadline
+
+    def reason(self, what: str) -> str:
+        return (f"{what} was still running at the run's deadline (--max-wall) and was killed; its own limit is "
+                f"{self.capped:.0f} s")
+
+    def label(self, ev: Evaluation) -> Evaluation:
+        """A timeout that the deadline caused says so (and is flagged), so nobody mistakes it for the
+        candidate's own limit."""
+        if ev.status is not Status.TIMEOUT or not self.cut or "--max-wall" in ev.reason:
+            return ev
+        return ev.model_copy(update={"reason": f"{ev.reason} [cut by --max-wall; own limit {self.capped:.0f} s]",
+                                     "flags": (*ev.flags, "cut_by_max_wall")})

@@ -19,6 +19,7 @@ from evaluator import sandbox, shim_build
 from evaluator.reference import ReferenceCase
 
 EXIT_CRASH, EXIT_DEADLOCK, EXIT_RUN_ERROR, EXIT_HARNESS, EXIT_NOT_EMULATABLE = 2, 3, 4, 5, 6
+EXIT_MEMORY, EXIT_CONTRACT = 7, 8  # a red zone written / allocations over budget; a stream never joined
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class EmulationOutcome:
     log: str = ""
     seconds: dict[str, float] = field(default_factory=dict)
     network_isolated: bool = False  # every run had a private network namespace
+    isolation: str = ""  # what the sandbox gave the runs (jail.Isolation.describe())
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,7 @@ class EmulationSettings:
     stall_seconds: float = 3.0
     timeout_s: float = 60.0
     workspace_bytes: int = 1 << 16  # at least; a pattern may ask for more
-    address_space_bytes: int = 8 << 30
+    address_space_bytes: int = 4 << 30  # per rank process: 4 ranks x 4 GiB stays under a 24 GiB machine
 
 
 def as_float32(path: Path, dtype: str, shape: Sequence[int]) -> np.ndarray:
@@ -95,6 +97,10 @@ def _classify(res: sandbox.SandboxResult, case: ReferenceCase) -> tuple[Status, 
         return Status.EMULATION_FAILED, f"not emulatable: {_first(res.output, 'not emulatable') or last}"
     if res.returncode == EXIT_HARNESS:
         raise InfrastructureError(f"the emulator harness failed ({where}): {last}", "report this as a cuco bug")
+    if res.returncode == EXIT_MEMORY:
+        return Status.CRASHED, f"memory violation ({where}): {_first(res.output, 'memory:') or last}"
+    if res.returncode == EXIT_CONTRACT:
+        return Status.REJECTED, f"contract violation ({where}): {_first(res.output, 'contract:') or last}"
     if res.returncode == EXIT_RUN_ERROR:
         return Status.CRASHED, f"cuco_run or a CUDA call returned an error ({where}): {last}"
     crash = _first(res.output, "crash:") or res.signal_name or f"exit code {res.returncode}"
@@ -130,7 +136,9 @@ def emulate(source: str, *, spec: KernelSpec, pattern: Pattern, cases: Sequence[
         return EmulationOutcome(Status.EMULATION_FAILED, why, log=trim_log(build.log), seconds=seconds)
     checks: list[RankCheck] = []
     logs = []
-    isolated = True
+    isolated, isolation = True, ""
+    # the candidate reads its inputs from the reference cache; the expected outputs there read as empty
+    answers = [tf.path for case in cases for rd in case.ranks for tf in rd.outputs]
     for case in cases:
         folder = work_dir / f"w{case.world}-{case.shape.name}-t{case.trial}"
         folder.mkdir(parents=True, exist_ok=True)
@@ -138,8 +146,9 @@ def emulate(source: str, *, spec: KernelSpec, pattern: Pattern, cases: Sequence[
         # CPU time and address space are per rank process; fiber stacks are mapped lazily
         limits = sandbox.Limits(wall_s=settings.timeout_s, cpu_s=int(settings.timeout_s) + 5,
                                 address_space_bytes=settings.address_space_bytes, file_size_bytes=64 << 20)
-        res = sandbox.run([str(build.binary), str(manifest)], workdir=folder, limits=limits)
+        res = sandbox.run([str(build.binary), str(manifest)], workdir=folder, limits=limits, hidden=answers)
         isolated = isolated and res.network_isolated
+        isolation = res.isolation.describe()
         key = f"emulate_w{case.world}"
         seconds[key] = seconds.get(key, 0.0) + res.wall_s
         logs.append(f"$ emu world={case.world} shape={case.shape.name}\n{res.output}")
@@ -151,7 +160,10 @@ def emulate(source: str, *, spec: KernelSpec, pattern: Pattern, cases: Sequence[
         bad = [c for c in case_checks if not c.ok]
         if bad:
             c = bad[0]
+            # unwritten elements are still NaN-poisoned: they have no error figure, so name them first
+            err = (f"max abs error {c.max_abs_err:.3g} over the written ones" if c.unwritten
+                   else f"max abs error {c.max_abs_err:.3g}")
             reason = (f"wrong result (world {case.world}, shape {case.shape.name}): rank {c.rank} has {c.mismatches} "
-                      f"mismatching elements ({c.unwritten} never written), max abs error {c.max_abs_err:.3g}")
+                      f"mismatching elements ({c.unwritten} never written), {err}")
             return EmulationOutcome(Status.WRONG_RESULT, reason, tuple(checks), trim_log("\n".join(logs)), seconds)
-    return EmulationOutcome(Status.OK, "", tuple(checks), trim_log("\n".join(logs)), seconds, isolated)
+    return EmulationOutcome(Status.OK, "", tuple(checks), trim_log("\n".join(logs)), seconds, isolated, isolation)

@@ -172,7 +172,7 @@ def compile_emulator(source: str, work_dir: Path, *, dtype_code: int, cache_dir:
         # The candidate already compiled with nvcc, so this is the rewrite's limit, not a bug.
         return EmulatorBuild(False, None, f"source rewrite for the CPU emulator failed: {exc}",
                              time.monotonic() - start, not_emulatable=True)
-    lib = ensure_runtime(Path(cache_dir))
+    lib = ensure_runtime(Path(cache_dir).resolve())  # g++ runs in work_dir: a relative path would miss
     src = work_dir / "candidate_cpu.cpp"
     src.write_text('#line 1 "candidate.cu"\n' + rewritten)
     binary = work_dir / "emu"

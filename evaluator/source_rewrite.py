@@ -25,6 +25,7 @@ identifier (``cuco_shared_declaration_not_rewritten``) marks the candidate "not 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from evaluator import cuda_scan as scan
 from evaluator.cuda_scan import ID_CHARS
@@ -71,7 +72,26 @@ def _launch_edits(src: str, b: str) -> list[tuple[int, int, str]]:
     return edits
 
 
-def _one_launch(src: str, b: str, lt: int) -> tuple[int, int, str]:
+@dataclass(frozen=True)
+class Launch:
+    """One parsed ``kern<<<grid, block[, smem[, stream]]>>>(args)``: offsets into the source, the
+    configuration text (smem and stream default to 0), the kernel expression."""
+
+    start: int  # first character of the kernel expression
+    callee_end: int
+    lt: int  # the '<<<'
+    gt: int  # the '>>>'
+    paren: int  # '(' of the arguments
+    close: int  # its ')'
+    grid: str
+    block: str
+    smem: str
+    stream: str
+
+
+def parse_launch(src: str, b: str, lt: int) -> Launch:
+    """Parse the launch whose ``<<<`` is at ``lt`` (``b``: ``src`` blanked by cuda_scan).
+    Raises ``ValueError`` naming the line when it is not a launch this scanner understands."""
     line = scan.line_of(src, lt)
     start = _callee_start(b, lt, line)
     gt = _config_end(b, lt + 3, line)
@@ -84,21 +104,24 @@ def _one_launch(src: str, b: str, lt: int) -> tuple[int, int, str]:
     close = scan.match_forward(b, paren)
     if close < 0:
         raise ValueError(f"line {line}: unbalanced parentheses in the kernel arguments")
-    values = [src[x:y] for x, y in config] + ["0", "0"]
-    grid, block = values[0], values[1]
-    smem = values[2] if values[2].strip() else "0"
-    stream = values[3] if values[3].strip() else "0"
-    callee_end = scan.skip_ws_back(b, lt)
-    args = _fix_null_args(src, b, paren + 1, close)
+    values = [src[x:y] for x, y in config] + ["", ""]
+    return Launch(start=start, callee_end=scan.skip_ws_back(b, lt), lt=lt, gt=gt, paren=paren, close=close,
+                  grid=values[0], block=values[1], smem=values[2] if values[2].strip() else "0",
+                  stream=values[3] if values[3].strip() else "0")
+
+
+def _one_launch(src: str, b: str, lt: int) -> tuple[int, int, str]:
+    k = parse_launch(src, b, lt)
+    args = _fix_null_args(src, b, k.paren + 1, k.close)
     text = (
-        f"cuco_launch_kernel([=](auto... cuco_a) {{ {src[start:callee_end]}(cuco_a...); }}, "
-        f"dim3({grid}), dim3({block}), (size_t)({smem}), (cudaStream_t)({stream})"
+        f"cuco_launch_kernel([=](auto... cuco_a) {{ {src[k.start:k.callee_end]}(cuco_a...); }}, "
+        f"dim3({k.grid}), dim3({k.block}), (size_t)({k.smem}), (cudaStream_t)({k.stream})"
         + (f", {args}" if args.strip() else "")
         + ")"
     )
     # Line breaks in the gaps we drop (before '<<<' and before '(') go after the call.
-    lost = scan.line_breaks(src[callee_end:lt]) + scan.line_breaks(src[gt + 3 : paren])
-    return start, close + 1, text + lost
+    lost = scan.line_breaks(src[k.callee_end:lt]) + scan.line_breaks(src[k.gt + 3 : k.paren])
+    return k.start, k.close + 1, text + lost
 
 
 def _fix_null_args(src: str, b: str, a: int, e: int) -> str:

@@ -35,3 +35,31 @@ def example_evaluator(example_spec, shared_cache):
     ev = Evaluator(example_spec, EvaluatorConfig(cache_dir=shared_cache, emulation=EmulationSettings(timeout_s=20)))
     ev.prepare()
     return ev
+
+
+@pytest.fixture(scope="session")
+def has_cuda_gpu():
+    return _has_cuda_gpu()
+
+
+def _has_cuda_gpu() -> bool:
+    """Computed once: no /dev/nvidia* means no GPU without importing torch."""
+    global _CUDA
+    if _CUDA is None:
+        import glob
+        _CUDA = False
+        if glob.glob("/dev/nvidia[0-9]*"):
+            import torch
+            _CUDA = bool(torch.cuda.is_available())
+    return _CUDA
+
+
+_CUDA = None
+
+
+def pytest_collection_modifyitems(config, items):
+    gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if gpu_items and not _has_cuda_gpu():
+        skip = pytest.mark.skip(reason="needs a CUDA GPU (none found)")
+        for item in gpu_items:
+            item.add_marker(skip)

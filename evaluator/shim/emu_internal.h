@@ -108,9 +108,12 @@ void advance_streams();
 void kernel_done(Launch* L);
 void require_host(const char* what);
 void host_wait(const char* what, long slot, bool (*done)(void*), void* arg);
+int unjoined_stream(cudaStream_t joined);  // id of a stream other than `joined` with work queued, or -1
 
 // hostapi.cpp
 void set_num_sms(int n);
+void set_device_memory_budget(int rank, size_t bytes);  // cudaMalloc past it exits 7
+void free_device(void* p);  // cudaFree without the implicit device sync (stream-ordered frees)
 
 // coord.cpp: the process-level loop of one rank and its crash reports.
 struct CrashRegion {
@@ -121,6 +124,9 @@ struct CrashRegion {
 void install_crash_handler(int rank, const CrashRegion* regions, int nregions, size_t page);
 void start_runaway_watchdog(int rank, int seconds);
 [[noreturn]] void fail(int code, const char* fmt, ...);
+// Exit codes beyond those of emu_main.cpp's header: the candidate broke its contract at run time.
+constexpr int kExitMemory = 7;    // out-of-bounds write into a red zone, or over the allocation budget
+constexpr int kExitContract = 8;  // work left on a stream that cuco_run never joined
 }  // namespace cuco_emu
 
 #endif  // CUCO_EMU_INTERNAL_H_

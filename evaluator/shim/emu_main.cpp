@@ -2,7 +2,8 @@
 // `world` ranks (forked processes) over one shared arena and writes each rank's outputs.
 //
 // Exit codes: 0 ok, 2 a rank crashed, 3 deadlock, 4 cuco_run / CUDA error, 5 bad manifest or
-// harness error, 6 not emulatable. Diagnostics go to stderr, one summary line to stdout.
+// harness error, 6 not emulatable, 7 memory violation (a red zone written, allocations over the
+// budget), 8 contract violation (work left on a stream cuco_run never joined). Diagnostics go to stderr, one summary line to stdout.
 // There is no wall-clock limit here: the Python sandbox that runs `emu` owns timeouts.
 #include <fcntl.h>
 #include <signal.h>
@@ -61,6 +62,20 @@ void write_outputs(RankRun& run) {
   }
 }
 
+// After a call: every red zone intact (a write that jumped a guard page, or landed before a
+// buffer, changed one) and no work left on a stream that cuco_run never joined into `stream`
+// (on a GPU the harness's timer, recorded on `stream`, would not see that work).
+void check_contract(RankRun& run, cudaStream_t stream, int it) {
+  const std::string oob = run.arena->check_red_zones();
+  if (!oob.empty()) fail(kExitMemory, "memory: found by rank %d after iteration %d: %s", run.rank, it, oob.c_str());
+  if (stream == nullptr) return;
+  const int left = unjoined_stream(stream);
+  if (left >= 0)
+    fail(kExitContract, "contract: rank %d, iteration %d: work still queued on stream %d after cuco_run's stream "
+         "finished: join every side stream into `stream` (cudaEventRecord + cudaStreamWaitEvent) before returning",
+         run.rank, it, left);
+}
+
 void harness_host(void* arg) {
   RankRun& run = *static_cast<RankRun*>(arg);
   cudaStream_t stream;
@@ -80,10 +95,12 @@ void harness_host(void* arg) {
     if (cudaPeekAtLastError() != cudaSuccess)
       fprintf(stderr, "warning: rank %d: CUDA error pending after cuco_run: %s\n", run.rank,
               cudaGetErrorString(cudaPeekAtLastError()));
+    check_contract(run, stream, it);
   }
   // Right after the stream sync: work on streams that cuco_run never joined is not waited for.
   write_outputs(run);
   harness_barrier(run, "harness barrier (exit)");
+  check_contract(run, nullptr, run.m->iterations);  // peers' last writes are in by now
   run.arena->header->ranks[run.rank].done_ok = 1;
 }
 
@@ -93,6 +110,7 @@ void harness_host(void* arg) {
   install_crash_handler(rank, arena.regions.data(), (int)arena.regions.size(), arena.page);
   start_runaway_watchdog(rank, m.runaway_seconds);
   set_num_sms(m.num_sms);
+  set_device_memory_budget(rank, m.device_memory_bytes);
   set_thread_stack_bytes(m.stack_kib * 1024);
   static RankRun run;
   run.m = &m;
@@ -140,7 +158,7 @@ Outcome wait_children(const std::vector<pid_t>& pids, SharedHeader* h) {
       snprintf(why, sizeof why, "rank %zu crashed (%s)", r, strsignal(WTERMSIG(st)));
     } else if (WEXITSTATUS(st) != 0) {
       const int c = WEXITSTATUS(st);
-      code = (c >= 3 && c <= 6) ? c : 4;
+      code = (c >= 3 && c <= kExitContract) ? c : 4;
       snprintf(why, sizeof why, c == 3 ? "deadlock (reported by rank %zu)" : "rank %zu failed with exit code %d", r, c);
     } else if (!h->ranks[r].done_ok) {
       code = 4;

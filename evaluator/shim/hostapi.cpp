@@ -4,36 +4,52 @@
 #include <stdlib.h>
 #include <string.h>
 #include <algorithm>
-#include <unordered_set>
+#include <unordered_map>
 #include "emu_internal.h"
 
 namespace cuco_emu {
 namespace {
-int g_num_sms = 1;
-std::unordered_set<void*> g_allocations;
+int g_num_sms = 1, g_rank = 0;
+std::unordered_map<void*, size_t> g_allocations;
+size_t g_allocated = 0, g_budget = size_t(256) << 20;
 
-cudaError_t allocate(void** p, size_t n) {
-  require_host("cudaMalloc");
+// Ranks share one host: a candidate that allocates (and the poison touches) more than the
+// budget would take the machine's memory, so it is stopped with a reason instead.
+cudaError_t allocate(const char* api, void** p, size_t n) {
+  require_host(api);
   if (!p) return set_error(cudaErrorInvalidValue);
   *p = nullptr;
   if (n == 0) return cudaSuccess;
+  if (n > g_budget - g_allocated)
+    fail(kExitMemory, "memory: rank %d: %s of %zu bytes refused: this rank already holds %zu bytes and the emulator "
+         "allows %zu bytes of allocations per rank (keep scratch in ctx.workspace or the symmetric buffer)", g_rank,
+         api, n, g_allocated, g_budget);
   void* q = nullptr;
   if (posix_memalign(&q, 256, n) != 0) return set_error(cudaErrorMemoryAllocation);
   memset(q, 0xFF, n);
-  g_allocations.insert(q);
+  g_allocations[q] = n;
+  g_allocated += n;
   *p = q;
   return cudaSuccess;
 }
 
 cudaError_t release(void* p) {
   if (!p) return cudaSuccess;
-  if (!g_allocations.erase(p)) return set_error(cudaErrorInvalidValue);
+  auto it = g_allocations.find(p);
+  if (it == g_allocations.end()) return set_error(cudaErrorInvalidValue);
+  g_allocated -= it->second;
+  g_allocations.erase(it);
   free(p);
   return cudaSuccess;
 }
 }  // namespace
 
+void free_device(void* p) { release(p); }
 void set_num_sms(int n) { g_num_sms = n > 0 ? n : 1; }
+void set_device_memory_budget(int rank, size_t bytes) {
+  g_rank = rank;
+  g_budget = bytes;
+}
 int num_sms() { return g_num_sms; }
 
 int occupancy(int block_threads, size_t smem) {
@@ -44,11 +60,11 @@ int occupancy(int block_threads, size_t smem) {
 }
 }  // namespace cuco_emu
 
-cudaError_t cudaMalloc(void** p, size_t n) { return cuco_emu::allocate(p, n); }
-cudaError_t cudaMallocHost(void** p, size_t n) { return cuco_emu::allocate(p, n); }
-cudaError_t cudaHostAlloc(void** p, size_t n, unsigned) { return cuco_emu::allocate(p, n); }
-cudaError_t cudaMallocManaged(void** p, size_t n, unsigned) { return cuco_emu::allocate(p, n); }
-cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t) { return cuco_emu::allocate(p, n); }
+cudaError_t cudaMalloc(void** p, size_t n) { return cuco_emu::allocate("cudaMalloc", p, n); }
+cudaError_t cudaMallocHost(void** p, size_t n) { return cuco_emu::allocate("cudaMallocHost", p, n); }
+cudaError_t cudaHostAlloc(void** p, size_t n, unsigned) { return cuco_emu::allocate("cudaHostAlloc", p, n); }
+cudaError_t cudaMallocManaged(void** p, size_t n, unsigned) { return cuco_emu::allocate("cudaMallocManaged", p, n); }
+cudaError_t cudaMallocAsync(void** p, size_t n, cudaStream_t) { return cuco_emu::allocate("cudaMallocAsync", p, n); }
 // cudaFree implicitly synchronises the device in CUDA; so does the emulator.
 cudaError_t cudaFree(void* p) {
   cudaDeviceSynchronize();

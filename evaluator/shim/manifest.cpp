@@ -33,6 +33,7 @@ bool parse_line(const std::string& key, std::istringstream& in, Manifest* m, std
   if (key == "symm_bytes") return (bool)(in >> m->symm_bytes);
   if (key == "workspace_bytes") return (bool)(in >> m->workspace_bytes);
   if (key == "runaway_seconds") return (bool)(in >> m->runaway_seconds) && m->runaway_seconds >= 1;
+  if (key == "device_memory_bytes") return (bool)(in >> m->device_memory_bytes);
   if (key == "stack_kib") return (bool)(in >> m->stack_kib) && m->stack_kib >= 16;
   if (key == "dims") {
     int k = 0;
@@ -64,6 +65,9 @@ bool parse_line(const std::string& key, std::istringstream& in, Manifest* m, std
 }
 
 size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// Red-zone bytes: neither 0 nor 0xFF (the poison), so a stray zero or NaN store shows.
+constexpr unsigned char kCanary = 0xCA;
 }  // namespace
 
 bool parse_manifest(const char* path, Manifest* m, std::string* err) {
@@ -112,8 +116,9 @@ bool Arena::build(const Manifest& m, std::string* err) {
     for (const IoSpec& io : m.outputs)
       if (io.rank == r) plan.push_back({&rb.out[io.slot], io.nbytes, rk + "output " + std::to_string(io.slot), false, true});
   }
+  // Per buffer: red page, buffer region (ends page-aligned), guard page.
   size_t total = round_up(sizeof(SharedHeader), page) + page;
-  for (const Plan& p : plan) total += round_up(p.n ? p.n : 1, page) + page;
+  for (const Plan& p : plan) total += page + round_up(p.n ? p.n : 1, page) + page;
   char* base = (char*)mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (base == MAP_FAILED) {
     *err = "cannot map a shared arena of " + std::to_string(total) + " bytes";
@@ -123,9 +128,19 @@ bool Arena::build(const Manifest& m, std::string* err) {
   size_t off = round_up(sizeof(SharedHeader), page);
   mprotect(base + off, page, PROT_NONE);
   off += page;
+  std::string prev;
+  auto add_red_zone = [&](unsigned char* lo, size_t n, const Plan& p, bool after) {
+    if (n == 0) return;
+    memset(lo, kCanary, n);
+    RedZone z{lo, n, p.buf->ptr, p.n, after, {}, {}};
+    snprintf(z.name, sizeof z.name, "%s", p.name.c_str());
+    snprintf(z.prev, sizeof z.prev, "%s", prev.c_str());
+    red.push_back(z);
+  };
   for (const Plan& p : plan) {
     const size_t region = round_up(p.n ? p.n : 1, page);
-    char* end = base + off + region;
+    char* red_lo = base + off;
+    char* end = red_lo + page + region;
     p.buf->n = p.n;
     p.buf->ptr = p.n ? end - round_up(p.n, 16) : nullptr;
     mprotect(end, page, PROT_NONE);
@@ -134,8 +149,11 @@ bool Arena::build(const Manifest& m, std::string* err) {
       snprintf(cr.name, sizeof cr.name, "%s", p.name.c_str());
       regions.push_back(cr);
       if (p.poison) memset(p.buf->ptr, 0xFF, p.n);
+      add_red_zone((unsigned char*)red_lo, (size_t)(p.buf->ptr - red_lo), p, false);
+      add_red_zone((unsigned char*)p.buf->ptr + p.n, (size_t)(end - p.buf->ptr - p.n), p, true);
+      prev = p.name;
     }
-    off += region + page;
+    off += page + region + page;
   }
   for (const IoSpec& io : m.inputs) {
     Buf& b = ranks[io.rank].in[io.slot];
@@ -184,6 +202,29 @@ void Arena::poison_rank(int rank) const {
   const RankBufs& rb = ranks[rank];
   for (const Buf* b : {&rb.symm, &rb.workspace, &rb.out[0], &rb.out[1]})
     if (b->ptr) memset(b->ptr, 0xFF, b->n);
+}
+
+std::string Arena::check_red_zones() const {
+  for (const RedZone& z : red) {
+    size_t i = 0;
+    while (i < z.n && z.lo[i] == kCanary) ++i;
+    if (i == z.n) continue;
+    char line[320];
+    const unsigned char* at = z.lo + i;
+    if (z.after) {
+      snprintf(line, sizeof line, "out-of-bounds write %zu bytes past the end of %s", (size_t)(at - (const unsigned char*)z.buf - z.buf_n),
+               z.name);
+    } else {
+      const size_t before = (size_t)((const unsigned char*)z.buf - at);
+      if (z.prev[0])
+        snprintf(line, sizeof line, "out-of-bounds write %zu bytes before the start of %s (or past the end of %s, beyond "
+                 "its guard page)", before, z.name, z.prev);
+      else
+        snprintf(line, sizeof line, "out-of-bounds write %zu bytes before the start of %s", before, z.name);
+    }
+    return line;
+  }
+  return "";
 }
 
 }  // namespace cuco_emu

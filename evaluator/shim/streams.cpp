@@ -95,7 +95,7 @@ void execute(Op& op) {
       op.rs->ms = now_ms();
       break;
     case Op::HostFn: op.fn(op.dst); break;
-    case Op::Free: free(op.dst); break;
+    case Op::Free: free_device(op.dst); break;
     default: break;
   }
 }
@@ -162,6 +162,13 @@ void advance_streams() {
     for (Stream* s : g_streams) changed |= advance_one(s);
     if (!changed) return;
   }
+}
+
+int unjoined_stream(cudaStream_t joined) {
+  const Stream* j = resolve(joined);
+  for (const Stream* s : g_streams)
+    if (s != j && !s->q.empty()) return s->id;
+  return -1;
 }
 
 void kernel_done(Launch* L) {

@@ -105,6 +105,39 @@ def test_max_wall_stops_cleanly_and_the_next_run_finishes(example_spec, tmp_path
     assert done.run.status is ds.RunStatus.COMPLETE
 
 
+class HangProposer:
+    """Proposes only a livelocked candidate: it keeps changing memory and yielding, so no deadlock
+    detector can call it stuck; only a time limit ends it."""
+
+    name = "test-hang"
+
+    def propose(self, request):
+        spin = ("static __global__ void spin(unsigned long long* f) { for (;;) { atomicAdd(f, 1ull); "
+                "__nanosleep(100); } }\n")
+        hang = PATTERN.render(GOOD).replace('extern "C" int cuco_run', spin + 'extern "C" int cuco_run', 1).replace(
+            "  fused_kernel<<<", "  spin<<<1, 1, 0, stream>>>((unsigned long long*)c.workspace);\n  fused_kernel<<<", 1)
+        return [ds.Candidate(origin=ds.Origin(kind="manual", patch_type="hang"), source=hang)][: request.count]
+
+
+register_proposer("test-hang", HangProposer)
+
+
+def test_max_wall_cuts_a_hanging_candidate_on_time_and_stores_it_as_timeout(example_evaluator, tmp_path):
+    # its own emulation limit (10 min) is far past the deadline: only --max-wall can end it on time
+    import time
+    max_wall = 25.0
+    start = time.monotonic()
+    summary = cuco.evolve(example_evaluator.spec, run_dir=tmp_path, generations=2, population=1, workers=1,
+                          proposer="test-hang", emulation_timeout_s=600, max_wall_s=max_wall)
+    elapsed = time.monotonic() - start
+    assert elapsed < max_wall + 15, f"the run took {elapsed:.1f} s with --max-wall {max_wall}"
+    with Store.open(tmp_path / "cuco.db") as store:
+        (cand,) = store.candidates(summary.run.name)
+        ev = store.evaluation(cand.id)
+    assert summary.run.status is ds.RunStatus.STOPPED and "max-wall" in summary.run.note, (ev.status, ev.reason)
+    assert ev.status is ds.Status.TIMEOUT and "--max-wall" in ev.reason and "cut_by_max_wall" in ev.flags
+
+
 def test_python_api_takes_a_spec_path_too(tmp_path):
     from tests.conftest import EXAMPLE
 

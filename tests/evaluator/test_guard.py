@@ -74,3 +74,69 @@ def test_entry_point_is_required():
 ])
 def test_declared_point_must_match_the_code(declared, rule):
     assert rule in _rules(SOURCE, point=ds.DesignPoint.parse_key(declared))
+
+
+def _inject(code):
+    return SOURCE.replace("// EVOLVE-BLOCK-END", code + "\n// EVOLVE-BLOCK-END", 1)
+
+
+@pytest.mark.parametrize("obfuscated", [
+    # token pasting: the name only exists after macro expansion
+    '#define F(a, b) a##b\nstatic const char* k() { return F(get, env)("OPENAI_API_KEY"); }',
+    # an object-like macro standing for the call
+    '#define ENV_OF getenv\nstatic const char* k() { return ENV_OF("OPENAI_API_KEY"); }',
+    # a function-pointer alias, never called by name
+    "static int (*const mk)(int, int, int) = socket;",
+    "static auto const mk = &socket;",
+    "static int (*const c)(int, const void*, unsigned) = ::connect;",
+    # the process environment through the libc global
+    "extern char** environ;",
+    "extern char** __environ;",
+    # an asm label renaming a declaration to a banned symbol
+    'extern "C" int spawn(void) __asm__("fork");',
+    # an alias attribute
+    'extern "C" char* lookup(const char*) __attribute__((weakref("getenv")));',
+    # a raw system call
+    'static void s() { __asm__ volatile("syscall"); }',
+    'static void s() { asm("mov $57, %%eax\\n\\tsyscall" ::: "rax"); }',
+    # cycle counters and the timer registers' halves
+    'static unsigned long long t() { unsigned lo, hi; __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi)); return lo; }',
+    'static __device__ unsigned t() { unsigned v; asm volatile("mov.u32 %0, %globaltimer_lo;" : "=r"(v)); return v; }',
+    "static unsigned long long t() { return __builtin_ia32_rdtsc(); }",
+    # leaving the process group the sandbox kills
+    "static void s() { setsid(); }",
+])
+def test_obfuscated_banned_calls_are_rejected(obfuscated):
+    assert "banned_call" in _rules(_inject(obfuscated)), obfuscated
+
+
+@pytest.mark.parametrize("include", [
+    "#include <unistd.h>", "%:include <sys/socket.h>", "#inc\\\nlude <stdlib.h>", "#define H <unistd.h>\n#include H",
+    "#include_next <cuda_runtime.h>", '#include "/dev/zero"',
+])
+def test_hidden_includes_are_rejected(include):
+    assert "include_not_allowed" in _rules(include + "\n" + SOURCE)
+
+
+def test_a_name_hidden_by_macros_is_reported_after_expansion():
+    src = _inject('#define F(a, b) a##b\nstatic int s() { return F(sock, et)(2, 1, 0); }')
+    reasons = [f.reason for f in guard.check(src) if f.rule == "banned_call"]
+    assert any("socket" in r and "after macro expansion" in r for r in reasons), reasons
+
+
+def test_ordinary_words_and_member_names_are_not_calls():
+    src = _inject("struct Ev { int fork, join; };\nstatic int w(Ev* e, int time) { int open = e->fork + time; "
+                  "return open; }")
+    assert "banned_call" not in _rules(src)
+
+
+def test_broken_directives_are_reported():
+    assert "preprocess" in _rules(_inject("#if 1\nstatic int x;"))
+
+
+def test_the_guard_costs_well_under_a_build():
+    import time
+    start = time.perf_counter()
+    for _ in range(5):
+        guard.check(SOURCE, point=POINT)
+    assert (time.perf_counter() - start) / 5 < 0.5  # g++ -E of one candidate: ~25 ms here
