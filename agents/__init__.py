@@ -2,8 +2,10 @@
 shares the import name: cuco never depends on that SDK."""
 
 from agents import template_proposer as _template  # noqa: F401  (registers the built-in)
-from agents.proposer import ProposalRequest, Proposer, create_proposer, proposer_names, register_proposer
+from agents.proposer import (
+    ProposalRequest, Proposer, ProposerTools, create_proposer, proposer_names, register_proposer,
+)
 from agents.template_proposer import TemplateProposer, conservative_point
 
-__all__ = ["ProposalRequest", "Proposer", "TemplateProposer", "conservative_point", "create_proposer",
+__all__ = ["ProposalRequest", "Proposer", "ProposerTools", "TemplateProposer", "conservative_point", "create_proposer",
            "proposer_names", "register_proposer"]

@@ -18,6 +18,17 @@ from design_space.spec import KernelSpec
 
 
 @dataclass(frozen=True)
+class ProposerTools:
+    """What the loop lends proposers (agents may not import the evaluator: the star rule).
+    Each may be None when the loop cannot offer it."""
+
+    # nvcc gate of a source: (ok, trimmed log) -- for a bounded repair attempt before evaluation
+    compile: Optional[Callable[[str], tuple[bool, str]]] = None
+    # the guard's findings for a source and its declared point ('' when clean)
+    check: Optional[Callable[[str, Optional[object]], str]] = None
+
+
+@dataclass(frozen=True)
 class ProposalRequest:
     """Everything a proposer may look at to propose the next candidates."""
 
@@ -29,6 +40,7 @@ class ProposalRequest:
     seed: int
     history: Sequence[tuple[Candidate, Optional[Evaluation]]] = ()  # every candidate of the run so far
     known_hashes: frozenset[str] = field(default_factory=frozenset)  # content hashes already in the run
+    tools: ProposerTools = field(default_factory=ProposerTools)
 
 
 class Proposer(Protocol):

@@ -27,7 +27,8 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 # Bump when a table or column changes, and add the step to ``migrations.UPGRADES``.
-SCHEMA_VERSION = 1
+# 2: llm_calls and agent_steps (new tables only: create_all adds them, no upgrade step).
+SCHEMA_VERSION = 2
 
 
 def utcnow() -> datetime:
@@ -139,3 +140,52 @@ class EvaluationRow(Base):
     timing_source: Mapped[Optional[str]] = mapped_column(String(20))
     payload: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
+
+
+class LLMCallRow(Base):
+    """One ``design_space.llm.LLMCall``: every field, plus the run it was spent in.
+
+    ``candidate_id`` is deliberately not a foreign key: a call can serve a candidate that is
+    never stored (rejected by the novelty filter, or a patch that did not apply).
+    """
+
+    __tablename__ = "llm_calls"
+    __table_args__ = (Index("ix_llm_calls_run_candidate", "run_name", "candidate_id"),)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(64), nullable=False, unique=True)
+    run_name: Mapped[str] = mapped_column(ForeignKey("runs.name", ondelete="CASCADE"), nullable=False)
+    purpose: Mapped[str] = mapped_column(String(200), nullable=False)
+    candidate_id: Mapped[Optional[str]] = mapped_column(String(64))
+    agent_step: Mapped[Optional[str]] = mapped_column(Text)
+    provider: Mapped[str] = mapped_column(String(100), nullable=False)
+    model: Mapped[str] = mapped_column(Text, nullable=False)
+    prompt: Mapped[str] = mapped_column(Text, nullable=False)
+    response: Mapped[str] = mapped_column(Text, nullable=False)
+    prompt_chars: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    tokens_in: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    tokens_out: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    latency_s: Mapped[float] = mapped_column(Float, nullable=False, default=0.0)
+    cost_usd: Mapped[float] = mapped_column(Float, nullable=False, default=0.0)
+    retries: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    error: Mapped[Optional[str]] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)
+
+
+class AgentStepRow(Base):
+    """One step of an agent's trajectory (the fast path's graph nodes, in order)."""
+
+    __tablename__ = "agent_steps"
+    __table_args__ = (UniqueConstraint("run_name", "agent", "step", name="uq_agent_steps_run_agent_step"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    run_name: Mapped[str] = mapped_column(ForeignKey("runs.name", ondelete="CASCADE"), nullable=False)
+    agent: Mapped[str] = mapped_column(String(100), nullable=False)
+    step: Mapped[int] = mapped_column(Integer, nullable=False)
+    node: Mapped[str] = mapped_column(String(200), nullable=False)
+    iteration: Mapped[int] = mapped_column(Integer, nullable=False, default=0)
+    summary: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    status: Mapped[Optional[str]] = mapped_column(String(32))  # the evaluation status, when the step evaluated
+    reason: Mapped[str] = mapped_column(Text, nullable=False, default="")
+    candidate_id: Mapped[Optional[str]] = mapped_column(String(64))
+    # Whatever else the agent wants kept with the step (iteration budget, backend, ...).
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False, default=dict)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, nullable=False)

@@ -21,6 +21,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, NoSuchModuleError
 from sqlalchemy.orm import Session, aliased, sessionmaker
 
+from candidates_db.llm_store import LLMRecords
 from candidates_db.migrations import migrate
 from candidates_db.schema import CandidateRow, EvaluationRow, RunRow, json_safe, utcnow
 from design_space.candidate import Candidate, Origin
@@ -155,8 +156,9 @@ def _evaluation_value(row: Optional[EvaluationRow]) -> Optional[Evaluation]:
     return None if row is None else Evaluation.model_validate(row.payload)
 
 
-class Store:
-    """The candidates database. Open with ``Store.open(path_or_url)``; use as a context manager."""
+class Store(LLMRecords):
+    """The candidates database. Open with ``Store.open(path_or_url)``; use as a context manager.
+    LLM calls and agent steps: see ``llm_store.LLMRecords``."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine

@@ -1,4 +1,4 @@
-"""``cuco leaderboard`` and ``cuco show``: read what a run stored."""
+"""``cuco leaderboard``, ``cuco show`` and ``cuco llm``: read what a run stored."""
 
 from __future__ import annotations
 
@@ -7,7 +7,10 @@ from typing import Optional
 
 from candidates_db import Store
 from design_space import KernelSpec, StoreError
-from cuco.report import candidate_report, leaderboard_rows, leaderboard_table, render_candidate, to_json
+from cuco.report import (
+    candidate_report, leaderboard_rows, leaderboard_table, llm_call_row, llm_calls_table, llm_usage_tables,
+    prompt_panels, render_candidate, to_json, usage_line,
+)
 
 
 def _open(run: Optional[str], db: Optional[str]) -> tuple[Store, Optional[str]]:
@@ -42,10 +45,16 @@ def leaderboard_command(run: str, *, db: Optional[str], limit: int, json_out: bo
         spec = KernelSpec.model_validate_json(info.spec_json)
         rows = leaderboard_rows(store.leaderboard(info.name, limit=limit), spec)
         counts = store.status_counts(info.name)
+        usage = store.llm_usage(info.name)
     if json_out:
-        print(to_json({"run": info.name, "status": info.status.value, "status_counts": counts, "leaderboard": rows}))
-    else:
-        console.print(leaderboard_table(rows, f"leaderboard: {info.name} ({info.status.value})"))
+        print(to_json({"run": info.name, "status": info.status.value, "status_counts": counts,
+                       "llm_usage": usage, "leaderboard": rows}))
+        return
+    console.print(leaderboard_table(rows, f"leaderboard: {info.name} ({info.status.value})"))
+    line = usage_line(usage)
+    if line:
+        console.print(line, markup=False, highlight=False)
+        console.print(f"details: cuco llm {run}" + (f" --db {db}" if db else ""), markup=False, highlight=False)
 
 
 def _find_store(candidate: str, run: Optional[str], db: Optional[str]) -> Store:
@@ -62,12 +71,66 @@ def _find_store(candidate: str, run: Optional[str], db: Optional[str]) -> Store:
 
 
 def show_command(candidate: str, *, run: Optional[str], db: Optional[str], with_source: bool, json_out: bool,
-                 console) -> None:
+                 console, with_prompts: bool = False) -> None:
     with _find_store(candidate, run, db) as store:
         cand = store.get_candidate(candidate)
-        report = candidate_report(cand, store.evaluation(cand.id), store.run_of(cand.id))
+        run_name = store.run_of(cand.id)
+        report = candidate_report(cand, store.evaluation(cand.id), run_name,
+                                  store.llm_calls(run_name, candidate_id=cand.id), with_prompts)
     if json_out:
         print(to_json(report))
         return
     for item in render_candidate(report, with_source):
         console.print(item)
+
+
+def _candidate_id(store: Store, candidate: str) -> str:
+    """A stored candidate's full id from a prefix; otherwise the text as given, because a call
+    may have served a candidate that was never stored (rejected before evaluation)."""
+    try:
+        return store.get_candidate(candidate).id
+    except StoreError:
+        return candidate.strip()
+
+
+def llm_command(run: str, *, db: Optional[str], candidate: Optional[str], json_out: bool, with_prompts: bool,
+                console) -> None:
+    """The run's LLM usage (totals, by model, by purpose), its calls, and the agents' steps."""
+    store, name = _open(None if db else run, db)
+    with store:
+        info = _single_run(store, name if db is None else run)
+        cid = _candidate_id(store, candidate) if candidate else None
+        usage = store.llm_usage(info.name)
+        calls = [llm_call_row(c, with_prompts) for c in store.llm_calls(info.name, candidate_id=cid)]
+        steps = store.agent_steps(info.name)
+    if json_out:
+        print(to_json({"run": info.name, "candidate": cid, "usage": usage, "calls": calls, "agent_steps": steps}))
+        return
+    if not usage["calls"]:
+        console.print(f"run {info.name!r} made no LLM call (the template proposer needs none); "
+                      "pass --llm openai:<model> or anthropic:<model> to `cuco evolve` to use one", markup=False)
+    else:
+        for table in llm_usage_tables(usage, f"LLM usage: {info.name}"):
+            console.print(table)
+    if steps:
+        console.print(_steps_table(steps))
+    if candidate and not calls:
+        console.print(f"no LLM call served candidate {cid}", markup=False)
+    if calls:
+        console.print(llm_calls_table(calls, "LLM calls" + (f" for {cid}" if cid else "")))
+        for panel in prompt_panels(calls):
+            console.print(panel)
+
+
+def _steps_table(steps: list[dict]):
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title="agent steps", title_justify="left")
+    for col in ("agent", "step", "node", "iter", "status", "candidate", "summary / reason"):
+        table.add_column(col, overflow="fold")
+    for st in steps:
+        text = " — ".join(x for x in (st["summary"], st["reason"]) if x)
+        table.add_row(st["agent"], str(st["step"]), escape(st["node"]), str(st["iteration"]), st["status"] or "-",
+                      st["candidate_id"] or "-", escape(text) or "-")
+    return table

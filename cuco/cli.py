@@ -34,7 +34,7 @@ def _console():
     from rich.console import Console
     console = Console()
     # Piped output (CI logs, files) gets a width that fits the leaderboard instead of rich's 80.
-    return console if console.is_terminal else Console(width=160)
+    return console if console.is_terminal else Console(width=200)
 
 
 @app.command()
@@ -56,12 +56,20 @@ def evolve(
     keep_work: bool = typer.Option(False, help="keep per-candidate scratch folders"),
     gpu: str = typer.Option("auto", help="GPU stages (verify, bench): auto = when a GPU is present, off, "
                                          "require = refuse to run without one"),
+    llm: List[str] = typer.Option([], help="LLM proposer, repeatable: openai:<model>, anthropic:<model>, "
+                                           "openai-compatible:<model>@<base_url> (default: the `llm` entry of "
+                                           "./cuco.toml or ~/.config/cuco/config.toml, else CUCO_LLM)"),
+    llm_budget: Optional[float] = typer.Option(None, help="dollars the run may spend on LLM calls (across resumes)"),
+    llm_share: float = typer.Option(0.75, help="share of each later generation proposed by the LLMs"),
+    fast_path: bool = typer.Option(True, help="with --llm: the fast-path agent writes generation 0"),
 ) -> None:
     """Search the design space for SPEC (resumes when the run already exists)."""
+    from cuco.agent_wiring import LLMSettings
     from cuco.evolve_command import run_evolve
     run_evolve(spec, run_dir=run_dir, run_name=run_name, db=db, generations=generations, population=population,
                workers=workers, seed=seed, points=point, max_wall=max_wall, top=top, json_out=json_out,
-               keep_work=keep_work, console=_console(), gpu=gpu)
+               keep_work=keep_work, console=_console(), gpu=gpu,
+               llm=LLMSettings(names=tuple(llm), budget_usd=llm_budget, share=llm_share, fast_path=fast_path))
 
 
 @app.command()
@@ -84,11 +92,27 @@ def show(
     run: Optional[str] = typer.Option(None, help="run folder (default: search ./runs/*)"),
     db: Optional[str] = typer.Option(None, help="database URL"),
     source: bool = typer.Option(False, help="print the CUDA source too"),
+    prompts: bool = typer.Option(False, help="print the prompt and response of each LLM call too"),
     json_out: bool = typer.Option(False, "--json", help="print JSON"),
 ) -> None:
-    """Show one candidate: design point, evaluation, build stats, timings, log."""
+    """Show one candidate: design point, evaluation, build stats, timings, log, the LLM calls that made it."""
     from cuco.browse import show_command
-    show_command(candidate, run=run, db=db, with_source=source, json_out=json_out, console=_console())
+    show_command(candidate, run=run, db=db, with_source=source, json_out=json_out, console=_console(),
+                 with_prompts=prompts)
+
+
+@app.command()
+@_guarded
+def llm(
+    run: str = typer.Argument(..., help="run folder (holding cuco.db) or run name with --db"),
+    db: Optional[str] = typer.Option(None, help="database URL, when the run is not a folder"),
+    candidate: Optional[str] = typer.Option(None, help="only the calls that served this candidate (id or prefix)"),
+    prompts: bool = typer.Option(False, help="print the prompt and response of each call too"),
+    json_out: bool = typer.Option(False, "--json", help="print JSON"),
+) -> None:
+    """Show a run's LLM usage (calls, failures, tokens, cost, by model) and its calls."""
+    from cuco.browse import llm_command
+    llm_command(run, db=db, candidate=candidate, json_out=json_out, with_prompts=prompts, console=_console())
 
 
 @app.command()

@@ -4,12 +4,12 @@ can raise it without breaking the star dependency rule), plus how the CLI prints
 from __future__ import annotations
 
 from design_space.errors import (
-    ConfigError, CucoError, DesignPointError, InfrastructureError, ProposerError, SpecError, StoreError,
-    ToolchainError,
+    BudgetExhausted, ConfigError, CucoError, DesignPointError, InfrastructureError, LLMError, ProposerError, SpecError,
+    StoreError, ToolchainError,
 )
 
-__all__ = ["ConfigError", "CucoError", "DesignPointError", "InfrastructureError", "ProposerError", "SpecError",
-           "StoreError", "ToolchainError", "one_line"]
+__all__ = ["BudgetExhausted", "ConfigError", "CucoError", "DesignPointError", "InfrastructureError", "LLMError",
+           "ProposerError", "SpecError", "StoreError", "ToolchainError", "one_line"]
 
 
 def one_line(err: CucoError) -> str:

@@ -7,12 +7,11 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from design_space import DesignPoint, Status
+from cuco.agent_wiring import LLMSettings, configured_names, enable_hint
 from cuco.loop import Event, EvolveOptions, evolve
 from cuco.report import leaderboard_rows, leaderboard_table, to_json
 from cuco.spec_loader import load_spec
 
-_LLM_HINT = ("proposer: design-space templates, no LLM (LLM proposers are not available in this version; "
-             "the template proposer searches the typed design space on its own)")
 
 
 class _Progress:
@@ -59,17 +58,18 @@ class _Progress:
 def run_evolve(spec_path: Path, *, run_dir: Optional[Path], run_name: Optional[str], db: Optional[str],
                generations: int, population: int, workers: Optional[int], seed: int, points: Sequence[str],
                max_wall: Optional[float], top: int, json_out: bool, keep_work: bool, console,
-               gpu: str = "auto") -> None:
+               gpu: str = "auto", llm: Optional[LLMSettings] = None) -> None:
     spec = load_spec(spec_path)
     seed_points = tuple(DesignPoint.parse_key(p) for p in points)
     options = EvolveOptions(run_dir=run_dir or Path("runs") / spec.name, run_name=run_name, db_url=db,
                             generations=generations, population=population,
                             workers=workers or max(1, os.cpu_count() or 1), seed=seed, max_wall_s=max_wall,
-                            keep_work=keep_work, seed_points=seed_points, gpu=gpu)
+                            keep_work=keep_work, seed_points=seed_points, gpu=gpu, llm=llm or LLMSettings())
     if not json_out:
         console.print(f"[bold]cuco evolve[/] {spec.name} ({spec.pattern}) on {spec.hardware}, world {spec.target_world}"
                       f" -> {options.run_dir}")
-        console.print(f"[dim]{_LLM_HINT}[/]")
+        names = configured_names(options.llm.names)
+        console.print(f"[dim]{'proposers: ' + ', '.join(names) + ' + design-space templates' if names else enable_hint()}[/]")
     progress = _Progress(console, quiet=json_out)
     try:
         summary = evolve(spec, options, on_event=progress)

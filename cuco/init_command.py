@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from cuco.init_templates import EXAMPLES, TODO_REFERENCE, TODO_SHAPES, readme_text, skeleton_reference, spec_text
-from cuco.seed_analysis import analyse_seed, choose_pattern, function_arity, reference_calls
+from design_space.seed_analysis import analyse_seed, choose_pattern, function_arity, reference_calls
 from cuco.spec_loader import load_spec
 from design_space import ConfigError, KernelSpec, SpecError, get_pattern
 

@@ -21,11 +21,12 @@ from agents import ProposalRequest, create_proposer
 from candidates_db import Store
 from design_space.space import why_not_rendered
 from design_space import (
-    Candidate, ConfigError, CucoError, DesignPoint, DesignPointError, Evaluation, KernelSpec, Origin, OriginKind, RunInfo,
-    RunStatus, StoreError, get_pattern, get_profile,
+    BudgetExhausted, Candidate, ConfigError, CucoError, DesignPoint, DesignPointError, Evaluation, KernelSpec, Origin,
+    OriginKind, RunInfo, RunStatus, StoreError, get_pattern, get_profile,
 )
 from evaluator.cascade import Evaluator, EvaluatorConfig
 from evaluator.emulate import EmulationSettings
+from cuco.agent_wiring import AgentWiring, LLMSettings, configured_names
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class EvolveOptions:
     cache_dir: Optional[Path] = None  # builds, emulator runtime, reference data (content-keyed, shareable)
     emulation_timeout_s: float = 60.0  # per emulator run; a hang ends as `timeout`
     gpu: str = "auto"  # GPU stages: "auto" (when a GPU is present), "off", "require"
+    llm: LLMSettings = field(default_factory=LLMSettings)  # no names: template proposer only
 
     def check(self) -> None:
         for name in ("generations", "population", "workers"):
@@ -80,6 +82,10 @@ class RunSummary:
     best: Optional[tuple[Candidate, Evaluation]]
     status_counts: dict[str, int]
     wall_s: float
+    # where the wall time went: prepare (reference + emulator runtime), propose (proposers, fast
+    # path and LLM calls included), evaluate (waiting for the evaluator's workers), agents_evaluator
+    # (the part of propose spent in evaluator calls for the agents: fast-path checks, repairs)
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 def spec_hash(spec: KernelSpec) -> str:
@@ -104,6 +110,7 @@ class _Loop:
         self.pattern, self.hardware = get_pattern(spec.pattern), get_profile(spec.hardware)
         self.proposer = create_proposer(options.proposer)
         self.started = time.monotonic()
+        self.seconds = {"prepare": 0.0, "propose": 0.0, "evaluate": 0.0}
         self.evaluated = 0
         # the evaluator checks the toolchain: fail before anything is written
         settings = EmulationSettings(timeout_s=options.emulation_timeout_s)
@@ -112,11 +119,23 @@ class _Loop:
                                                          gpu=options.gpu))
         Path(options.run_dir).mkdir(parents=True, exist_ok=True)
         self.store = Store.open(database_for(options))
+        self.agents = self._agents()
+
+    def _agents(self) -> Optional[AgentWiring]:
+        llm = self.options.llm
+        llm.check()
+        names = configured_names(llm.names)
+        if not names:
+            return None
+        from dataclasses import replace
+        return AgentWiring(replace(llm, names=names), self.store, self.name, self.evaluator,
+                           emit=lambda kind, message: self.emit(Event(kind, message)), seed=self.options.seed)
 
     def _open_run(self) -> tuple[RunInfo, bool]:
         existing = self.store.get_run(self.name)
         config = {"generations": self.options.generations, "population": self.options.population,
-                  "seed": self.options.seed, "proposer": self.options.proposer}
+                  "seed": self.options.seed, "proposer": self.options.proposer,
+                  "llm": list(self.agents.settings.names) if self.agents else []}
         if existing is None:
             now = datetime.now(timezone.utc)
             run = RunInfo(name=self.name, spec_name=self.spec.name, pattern=self.spec.pattern,
@@ -144,7 +163,9 @@ class _Loop:
             self.emit(Event("resume", f"resuming run {self.name!r}: {len(self.store.candidates(self.name))} "
                                       f"candidates in {done} generation(s) already stored"))
         self.emit(Event("prepare", "running the reference on gloo and building the emulator runtime (cached)"))
+        t = time.monotonic()
         self.evaluator.prepare()
+        self.seconds["prepare"] += time.monotonic() - t
         try:
             status, note = self._generations()
         except KeyboardInterrupt:
@@ -157,7 +178,8 @@ class _Loop:
         self.emit(Event("complete" if status is RunStatus.COMPLETE else "stopped", note))
         return RunSummary(run=run, database=database_for(self.options), evaluated_now=self.evaluated,
                           resumed=resumed, best=self.store.best(self.name),
-                          status_counts=self.store.status_counts(self.name), wall_s=time.monotonic() - self.started)
+                          status_counts=self.store.status_counts(self.name), wall_s=time.monotonic() - self.started,
+                          seconds={**self.seconds, "agents_evaluator": self.agents.evaluator_s if self.agents else 0.0})
 
     def _generations(self) -> tuple[RunStatus, str]:
         for gen in range(self.options.generations):
@@ -165,11 +187,20 @@ class _Loop:
                 return RunStatus.STOPPED, f"--max-wall reached before generation {gen}; run again to resume"
             have = self.store.candidates(self.name, generation=gen)
             if len(have) < self.options.population:
-                self._propose(gen, self.options.population - len(have))
+                t = time.monotonic()
+                try:
+                    self._propose(gen, self.options.population - len(have))
+                except BudgetExhausted as e:
+                    return RunStatus.STOPPED, f"{e.problem}; {e.fix}"
+                finally:
+                    self.seconds["propose"] += time.monotonic() - t
             pending = [c for c in self.store.unevaluated(self.name) if c.generation <= gen]
             self.emit(Event("generation", f"generation {gen}: {len(pending)} to evaluate", generation=gen,
                             total=len(pending)))
-            if not self._evaluate_all(pending):
+            t = time.monotonic()
+            finished = self._evaluate_all(pending)
+            self.seconds["evaluate"] += time.monotonic() - t
+            if not finished:
                 return RunStatus.STOPPED, "--max-wall reached; unevaluated candidates resume on the next run"
         return RunStatus.COMPLETE, f"{self.options.generations} generation(s) complete"
 
@@ -179,13 +210,22 @@ class _Loop:
                 cand = Candidate(generation=0, origin=Origin(kind=OriginKind.MANUAL, patch_type="point"),
                                  source=self.pattern.render(p), point=p)
                 count -= int(self.store.add_candidate(self.name, cand))
+            if count > 0 and self.agents is not None:
+                first = self.agents.fast_path(self.spec, self.pattern, self.hardware,
+                                              Path(self.options.run_dir) / "fast_path.sqlite")
+                if first is not None:
+                    count -= int(self.store.add_candidate(self.name, first))
         if count <= 0:
             return
         history = self.store.leaderboard(self.name)
         request = ProposalRequest(spec=self.spec, pattern=self.pattern, hardware=self.hardware, generation=gen,
                                   count=count, seed=self.options.seed, history=history,
                                   known_hashes=frozenset(c.content_hash for c, _ in history))
-        for cand in self.proposer.propose(request):
+        if self.agents is None:
+            proposed = self.proposer.propose(request)
+        else:
+            proposed = self.agents.propose(request, self.proposer)
+        for cand in proposed:
             self.store.add_candidate(self.name, cand)
 
     def _evaluate_all(self, pending: list[Candidate]) -> bool:

@@ -8,11 +8,13 @@ from design_space import templates as _templates  # noqa: F401  (registers built
 from design_space.candidate import Candidate, Origin, OriginKind, content_hash
 from design_space.dimensions import CHUNK_BYTES, COMM_CTAS, DIMENSION_DOCS, Backend, Issuer, Placement, SyncScope
 from design_space.errors import (
-    ConfigError, CucoError, DesignPointError, InfrastructureError, ProposerError, SpecError, StoreError, ToolchainError,
+    BudgetExhausted, ConfigError, CucoError, DesignPointError, InfrastructureError, LLMError, ProposerError, SpecError,
+    StoreError, ToolchainError,
 )
 from design_space.evaluation import (
     BuildStats, Evaluation, KernelStats, Provenance, RankCheck, Stage, Status, Tier, Timing, TimingSource, trim_log,
 )
+from design_space.llm import LLMCall
 from design_space.hardware import HardwareProfile, get_profile, profile_names, register_profile
 from design_space.model import Estimate, WorkloadCost, estimate
 from design_space.patterns import Pattern, get_pattern, pattern_names, register_pattern
@@ -23,7 +25,7 @@ from design_space.space import dimension_values, is_valid, neighbours, valid_poi
 from design_space.spec import DType, KernelSpec, ShapeCase, Tolerance
 
 __all__ = [
-    "Backend", "BuildStats", "CHUNK_BYTES", "COMM_CTAS", "Candidate", "ConfigError", "CucoError", "DIMENSIONS",
+    "BudgetExhausted", "LLMCall", "LLMError", "Backend", "BuildStats", "CHUNK_BYTES", "COMM_CTAS", "Candidate", "ConfigError", "CucoError", "DIMENSIONS",
     "DIMENSION_DOCS", "DType", "DesignPoint", "DesignPointError", "Estimate", "Evaluation", "HardwareProfile",
     "InfrastructureError", "Issuer", "KernelSpec", "KernelStats", "Origin", "OriginKind", "Pattern", "Placement",
     "Provenance", "ProposerError", "RULES", "RankCheck", "Rule", "RunInfo", "RunStatus", "ShapeCase", "SpecError",

@@ -47,3 +47,13 @@ class InfrastructureError(CucoError):
 
 class ProposerError(CucoError):
     """A proposer is unknown or misconfigured."""
+
+
+class LLMError(ProposerError):
+    """An LLM call failed for good (retries spent, bad key, unreachable server). The run goes on
+    with the other proposers; only a misconfiguration at start-up stops it."""
+
+
+class BudgetExhausted(CucoError):
+    """The run's LLM budget (dollars) is spent: no new LLM proposals; the run stops cleanly and
+    resumes with a larger budget."""

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Optional
 
 from design_space.candidate import Candidate
+from design_space.point import DesignPoint
 from design_space.evaluation import Evaluation, Provenance, Stage, Status, Timing, TimingSource, trim_log
 from design_space.hardware import get_profile
 from design_space.model import estimate
@@ -164,6 +165,21 @@ class Evaluator:
             flags.append("beats_physical_bound: suspected hack or bug")
         return Evaluation(**base, status=Status.OK, stage=stage, build=built.stats, checks=checks, timings=timings,
                           flags=tuple(flags), logs=trim_log(logs))
+
+    def compile_check(self, source: str) -> tuple[bool, str]:
+        """The build stage alone (cached): (ok, trimmed log) -- for proposers' repair attempts."""
+        work = Path(tempfile.mkdtemp(prefix="cuco-compile-", dir=self.config.work_root))
+        try:
+            built = build.build(source, arch=self.arch, comm_backend=self.config.comm_backend,
+                                dtype_code=self.spec.dtype.code, tc=self.tc, cache_dir=self.config.cache_dir,
+                                work_dir=work, timeout_s=self.config.build_timeout_s)
+            return built.ok, built.log
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def guard_findings(self, source: str, point: Optional[DesignPoint] = None) -> str:
+        """The guard's findings, one per line ('' when the source passes)."""
+        return "\n".join(str(f) for f in guard.check(source, point=point))
 
     def simulate(self, cand: Candidate) -> list[Timing]:
         """Model estimates for every shape of the sweep at the target world size (``simulated``)."""

@@ -10,7 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from design_space import SpecError, get_pattern, pattern_names
+from design_space.errors import SpecError
+from design_space.patterns import get_pattern, pattern_names
 
 # Collective kind -> the patterns whose workload it is. Point-to-point is shared by several;
 # words in the source decide among them (see _HINTS).
