@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from design_space.candidate import EVOLVE_END, EVOLVE_START
+from design_space.evolve_blocks import HOST_ENTRY, evolve_regions, frozen_text  # noqa: F401  (the guard's API)
 from design_space.dimensions import Backend, Issuer, Placement, SyncScope
 from design_space.point import DesignPoint
 from evaluator import cuda_scan as scan
@@ -62,38 +63,7 @@ _BANNED: dict[str, tuple[str, ...]] = {
 _ALLOWED_INCLUDES = {"cuco_comm.h", "cuco_ctx.h", "cuco_types.h", "cuda_runtime.h", "cuda.h", "cuda_fp16.h",
                      "cuda_bf16.h", "stdint.h", "cstdint", "stddef.h", "cstddef", "math.h", "cmath", "float.h",
                      "cfloat", "limits.h", "climits", "cuda/atomic", "mma.h", "cooperative_groups.h"}
-_ENTRY = re.compile(r'extern\s+"C"\s+int\s+cuco_run\s*\(\s*const\s+cuco_ctx\s*\*\s*\w*\s*,\s*cudaStream_t\s*\w*\s*\)')
-
-
-def evolve_regions(src: str) -> tuple[list[tuple[int, int]], Optional[str]]:
-    """Spans of the evolve blocks (marker lines excluded) or an error message."""
-    spans, start = [], None
-    for m in re.finditer(rf"{EVOLVE_START}|{EVOLVE_END}", src):
-        if m.group(0) == EVOLVE_START:
-            if start is not None:
-                return [], f"nested {EVOLVE_START} at line {scan.line_of(src, m.start())}"
-            start = src.index("\n", m.end()) + 1 if "\n" in src[m.end():] else len(src)
-        else:
-            if start is None:
-                return [], f"{EVOLVE_END} without a start at line {scan.line_of(src, m.start())}"
-            spans.append((start, src.rfind("\n", 0, m.start()) + 1))
-            start = None
-    if start is not None:
-        return [], f"{EVOLVE_START} is never closed"
-    return spans, None
-
-
-def frozen_text(src: str) -> Optional[str]:
-    """The source with evolve-block contents removed (what mutation must leave alone)."""
-    spans, err = evolve_regions(src)
-    if err:
-        return None
-    parts, last = [], 0
-    for a, b in spans:
-        parts.append(src[last:a])
-        last = b
-    parts.append(src[last:])
-    return "\n".join(ln.rstrip() for ln in "".join(parts).splitlines())
+_ENTRY = HOST_ENTRY
 
 
 def _markers(src: str, parent: Optional[str]) -> list[Finding]:

@@ -2,9 +2,8 @@
 bodies, and validate the result (removing the marker lines gives back the code; the host entry
 stays in place).
 
-The guard's ``evolve_regions`` / ``frozen_text`` live in ``evaluator.guard``, which agents may not
-import (the star rule); the few lines they need are repeated here with the same semantics, so
-what this module calls frozen is what the guard will hold the slow path to.
+``evolve_regions`` / ``frozen_text`` are ``design_space.evolve_blocks``'s, the guard's own: what
+this module calls frozen is what the guard will hold the slow path to.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from design_space.candidate import EVOLVE_END, EVOLVE_START
+from design_space.evolve_blocks import HOST_ENTRY, evolve_regions, frozen_text  # noqa: F401  (re-exported)
 
 # A line that holds nothing but a marker comment: removing it changes no code.
 _MARKER_LINE = re.compile(rf"^[ \t]*(?://|/\*)[ \t]*(?:{EVOLVE_START}|{EVOLVE_END})\b[^\n]*(?:\n|$)", re.M)
@@ -21,7 +21,7 @@ _MARKER_LINE = re.compile(rf"^[ \t]*(?://|/\*)[ \t]*(?:{EVOLVE_START}|{EVOLVE_EN
 _LAST_MARKER_LINE = re.compile(rf"\n[ \t]*(?://|/\*)[ \t]*(?:{EVOLVE_START}|{EVOLVE_END})\b[^\n]*\Z")
 _MARKER = re.compile(rf"{EVOLVE_START}|{EVOLVE_END}")
 # The host entry, as the guard looks for it.
-ENTRY = re.compile(r'extern\s+"C"\s+int\s+cuco_run\s*\(\s*const\s+cuco_ctx\s*\*\s*\w*\s*,\s*cudaStream_t\s*\w*\s*\)')
+ENTRY = HOST_ENTRY
 _ATTRIBUTES = {"__launch_bounds__", "__attribute__", "__declspec", "alignas", "__align__", "__maxnreg__"}
 
 
@@ -38,36 +38,7 @@ def has_markers(src: str) -> bool:
     return _MARKER.search(src) is not None
 
 
-def regions(src: str) -> tuple[list[tuple[int, int]], Optional[str]]:
-    """Spans of the evolve blocks (marker lines excluded) or an error (as ``guard.evolve_regions``)."""
-    spans, start = [], None
-    for m in _MARKER.finditer(src):
-        line = src.count("\n", 0, m.start()) + 1
-        if m.group(0) == EVOLVE_START:
-            if start is not None:
-                return [], f"nested {EVOLVE_START} at line {line}"
-            start = src.index("\n", m.end()) + 1 if "\n" in src[m.end():] else len(src)
-        else:
-            if start is None:
-                return [], f"{EVOLVE_END} without a start at line {line}"
-            spans.append((start, src.rfind("\n", 0, m.start()) + 1))
-            start = None
-    if start is not None:
-        return [], f"{EVOLVE_START} is never closed"
-    return spans, None
-
-
-def frozen_text(src: str) -> Optional[str]:
-    """The source with evolve-block contents removed (as ``guard.frozen_text``)."""
-    spans, err = regions(src)
-    if err:
-        return None
-    parts, last = [], 0
-    for a, b in spans:
-        parts.append(src[last:a])
-        last = b
-    parts.append(src[last:])
-    return "\n".join(ln.rstrip() for ln in "".join(parts).splitlines())
+regions = evolve_regions  # as the guard sees them
 
 
 def unmark(src: str) -> str:

@@ -1,54 +1,14 @@
 """Evolve-block helpers: where a candidate may change and what must stay frozen.
 
-A mirror of ``evaluator/guard.py``'s ``evolve_regions`` / ``frozen_text`` (agents may not import
-the evaluator: the star rule). The semantics must stay identical -- the guard rejects a child whose
-frozen text differs from its parent's, so a patch accepted here and refused there would waste a
-build. ``tests/agents/slow_path/test_blocks.py`` compares the two on every pattern's renders.
+``evolve_regions`` / ``frozen_text`` are ``design_space.evolve_blocks``'s, the very functions the
+guard uses: a patch accepted here is never refused there for its frozen text.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
-from design_space.candidate import EVOLVE_END, EVOLVE_START
-
-_MARKER = re.compile(rf"{EVOLVE_START}|{EVOLVE_END}")
-
-
-def line_of(src: str, pos: int) -> int:
-    return src.count("\n", 0, pos) + 1
-
-
-def evolve_regions(src: str) -> tuple[list[tuple[int, int]], Optional[str]]:
-    """Spans of the evolve blocks (marker lines excluded) or an error message."""
-    spans, start = [], None
-    for m in _MARKER.finditer(src):
-        if m.group(0) == EVOLVE_START:
-            if start is not None:
-                return [], f"nested {EVOLVE_START} at line {line_of(src, m.start())}"
-            start = src.index("\n", m.end()) + 1 if "\n" in src[m.end():] else len(src)
-        else:
-            if start is None:
-                return [], f"{EVOLVE_END} without a start at line {line_of(src, m.start())}"
-            spans.append((start, src.rfind("\n", 0, m.start()) + 1))
-            start = None
-    if start is not None:
-        return [], f"{EVOLVE_START} is never closed"
-    return spans, None
-
-
-def frozen_text(src: str) -> Optional[str]:
-    """The source with evolve-block contents removed (what mutation must leave alone)."""
-    spans, err = evolve_regions(src)
-    if err:
-        return None
-    parts, last = [], 0
-    for a, b in spans:
-        parts.append(src[last:a])
-        last = b
-    parts.append(src[last:])
-    return "\n".join(ln.rstrip() for ln in "".join(parts).splitlines())
+from design_space.evolve_blocks import evolve_regions, frozen_text, line_of  # noqa: F401  (re-exported)
 
 
 def frozen_lines(src: str) -> list[tuple[int, str]]:
