@@ -48,4 +48,5 @@ def frozen_text(src: str) -> Optional[str]:
         parts.append(src[last:a])
         last = b
     parts.append(src[last:])
-    return "\n".join(ln.rstrip() for ln in "".join(parts).splitlines())
+    # trailing whitespace and blank lines at the end are not code: an LLM that drops them changed nothing
+    return "\n".join(ln.rstrip() for ln in "".join(parts).splitlines()).rstrip()

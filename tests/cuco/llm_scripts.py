@@ -36,6 +36,21 @@ def diff(parent: ds.DesignPoint, child: ds.DesignPoint, *, wrong: bool = False) 
             f"DESIGN-POINT: {child.key()}\n")
 
 
+def not_compiling(parent: ds.DesignPoint, child: ds.DesignPoint) -> str:
+    """A diff to ``child`` that nvcc refuses (a syntax error inside the evolve block)."""
+    new = block(child).replace("acc[j] += As[ty + 8 * j][k] * b;", "acc[j] += As[ty + 8 * j][k] * b +;", 1)
+    assert new != block(child)
+    return (f"<<<<<<< SEARCH\n{block(parent)}=======\n{new}>>>>>>> REPLACE\n"
+            f"DESIGN-POINT: {child.key()}\n")
+
+
+def full_rewrite(parent: ds.DesignPoint, child: ds.DesignPoint) -> str:
+    """The whole file of ``child``, keeping the parent's frozen header line."""
+    lines = PATTERN.render(child).splitlines(keepends=True)
+    lines[1] = PATTERN.render(parent).splitlines(keepends=True)[1]
+    return f"```cuda\n{''.join(lines)}\n```\nDESIGN-POINT: {child.key()}\n"  # as fenced() writes it
+
+
 def not_applying(point: ds.DesignPoint) -> str:
     return (f"<<<<<<< SEARCH\nthis line is nowhere in the parent\n=======\nint nothing;\n>>>>>>> REPLACE\n"
             f"DESIGN-POINT: {point.key()}\n")

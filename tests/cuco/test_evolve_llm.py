@@ -94,6 +94,23 @@ def test_an_llm_patch_with_a_wrong_result_is_stored_as_such(tmp_path, example_ev
     assert any(c.candidate_id == cand.id for c in calls) or any(c.purpose == "slow_path.mutate" for c in calls)
 
 
+def test_code_that_does_not_compile_gets_one_repair_call_and_the_repair_is_evaluated(tmp_path, example_evaluator,
+                                                                                     llm_env):
+    rules = [S.rule(S.FAST_WRITE, S.fenced(S.CONSERVATIVE)), S.rule(S.META, "noted"),
+             S.rule(S.REPAIR, S.full_rewrite(S.CONSERVATIVE, S.B)),
+             S.rule(S.parent(S.CONSERVATIVE), S.not_compiling(S.CONSERVATIVE, S.B))]
+    with FakeLLMServer(rules) as server:
+        llm_env(server)
+        summary = cuco.evolve(EXAMPLE, run_dir=tmp_path, generations=2, population=1, workers=1, llm=FAST)
+        repair_prompts = [r.prompt for r in server.requests if S.REPAIR in r.prompt]
+    assert summary.run.status is ds.RunStatus.COMPLETE
+    assert len(repair_prompts) == 1 and "error" in repair_prompts[0]  # nvcc's complaint went back to the LLM
+    _, calls, board, _ = _calls(tmp_path)
+    assert [c.purpose for c in calls].count("slow_path.repair") == 1
+    (cand, ev), = [(c, e) for c, e in board if c.generation == 1]
+    assert cand.origin.patch_type == "repair" and cand.point == S.B and ev.status is ds.Status.OK
+
+
 def test_a_500_storm_past_the_retries_leaves_the_run_to_the_template_proposer(tmp_path, example_evaluator, llm_env):
     rules = [S.rule(S.FAST_WRITE, S.fenced(S.CONSERVATIVE)), S.rule(None, status=500)]
     with FakeLLMServer(rules) as server:
