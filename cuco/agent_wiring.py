@@ -96,7 +96,19 @@ class AgentWiring:
         self.clients = [create_llm(n, recorder=self.record, budget=self.budget, prices=prices,
                                    timeout_s=self.settings.timeout_s, max_retries=self.settings.max_retries,
                                    backoff_s=self.settings.backoff_s) for n in self.settings.names]
+        self._refuse_unpriced()
         self.llm_proposer = LLMProposer(self.clients, seed=self.seed)
+
+    def _refuse_unpriced(self) -> None:
+        """A budget that cannot see a model's cost would not stop it: refuse rather than pretend."""
+        if self.settings.budget_usd is None:
+            return
+        unpriced = [c.label for c in self.clients
+                    if not getattr(c, "price_known", True) and not getattr(c, "local", False)]
+        if unpriced:
+            raise ConfigError(f"--llm-budget cannot count the cost of {', '.join(unpriced)}: no price is known",
+                              'add it to a JSON price file {"<model>": {"input": USD_per_Mtok, "output": '
+                              'USD_per_Mtok}} and set CUCO_LLM_PRICES=<file>, or run without --llm-budget')
 
     def record(self, call: LLMCall) -> None:
         self.store.add_llm_call(self.run_name, call)

@@ -119,7 +119,11 @@ class _Loop:
                                                          gpu=options.gpu))
         Path(options.run_dir).mkdir(parents=True, exist_ok=True)
         self.store = Store.open(database_for(options))
-        self.agents = self._agents()
+        try:
+            self.agents = self._agents()
+        except BaseException:  # a misconfigured LLM: nothing was written, release the database
+            self.store.close()
+            raise
 
     def _agents(self) -> Optional[AgentWiring]:
         llm = self.options.llm
