@@ -137,6 +137,10 @@ def main(argv: list[str]) -> int:
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "gpu_check.txt").write_text(text + "\n")
+        # what cuco itself says this machine can do (GPUs, NCCL device API, multimem, GIN, tiers)
+        doctor = subprocess.run([sys.executable, "-m", "cuco.cli", "doctor", "--json"], capture_output=True,
+                                text=True, timeout=120, cwd=ROOT)
+        (args.out / "doctor.json").write_text(doctor.stdout or doctor.stderr)
     print(text)
     return 0 if all(r[1] in ("ok", "info") for r in rows) else 1
 
