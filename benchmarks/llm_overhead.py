@@ -39,7 +39,7 @@ def main() -> int:
 
     run_dir = args.run_dir or Path(tempfile.mkdtemp(prefix="cuco-llm-bench-"))
     with FakeLLMServer(S.full_run_rules()) as server:
-        os.environ.update(OPENAI_API_KEY="sk-bench-not-a-key", OPENAI_BASE_URL=server.base_url_openai)
+        os.environ.update(OPENAI_API_KEY="not-a-key", OPENAI_BASE_URL=server.base_url_openai)
         start = time.monotonic()
         summary = cuco.evolve(ROOT / "examples" / "allgather_gemm", run_dir=run_dir, generations=args.generations,
                               population=args.population, seed_points=(S.SEEDED,),

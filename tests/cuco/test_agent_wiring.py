@@ -47,13 +47,13 @@ def test_the_hint_names_the_keys_when_none_is_set_and_the_provider_when_one_is(m
     for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(key, raising=False)
     assert "OPENAI_API_KEY" in enable_hint() and "--llm openai:<model>" in enable_hint()
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    assert "--llm anthropic:<model>" in enable_hint() and "sk-ant-test" not in enable_hint()
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "planted-anthropic-value")
+    assert "--llm anthropic:<model>" in enable_hint() and "planted-anthropic-value" not in enable_hint()
 
 
 def test_a_budget_is_refused_for_a_model_whose_price_is_unknown(tmp_path, monkeypatch, example_spec):
     import cuco
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    monkeypatch.setenv("OPENAI_API_KEY", "not-a-key")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # never called: refused before any call
     settings = LLMSettings(names=("openai:no-such-model-xyz",), budget_usd=1.0)
     with pytest.raises(ds.ConfigError, match="no price is known") as err:

@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,7 @@ def test_cpu_tiers_work_here_and_gpu_tiers_say_no_gpu():
 
 
 def test_human_output_lists_tiers_and_key_names_but_never_values():
-    secret = "sk-ant-Qw8Er7Ty6Ui5Op4As3Df"
+    secret = f"planted-{uuid.uuid4().hex}"
     res = _doctor(env={"ANTHROPIC_API_KEY": secret, "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"})
     assert res.exit_code == 0, res.stderr
     out = res.stdout

@@ -7,6 +7,7 @@ import importlib.metadata
 import os
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -169,7 +170,7 @@ def test_torch_version_is_read_without_importing_it():
 
 
 def test_llm_key_names_are_reported_but_values_never(monkeypatch):
-    secret = "sk-test-Zq9XvT4LmW2pR7sN1bYc"
+    secret = f"planted-{uuid.uuid4().hex}"
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     monkeypatch.setenv("SOMEVENDOR_API_KEY", secret[::-1])
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)

@@ -7,7 +7,7 @@ FAST = {"backoff_s": 0.001, "timeout_s": 5}  # tiny backoffs keep the retry test
 
 def fake_env(server, **extra):
     """Keys plus the base URLs the SDKs are pointed at (how a user points them at a proxy, too)."""
-    return {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-ant-test",
+    return {"OPENAI_API_KEY": "not-a-key", "ANTHROPIC_API_KEY": "not-a-key",
             "OPENAI_BASE_URL": server.base_url_openai, "ANTHROPIC_BASE_URL": server.base_url_anthropic, **extra}
 
 
