@@ -10,14 +10,11 @@ import re
 from typing import Optional
 
 from design_space.candidate import EVOLVE_END, EVOLVE_START
+from design_space.cuda_scan import line_of
 
 _MARKER = re.compile(rf"{EVOLVE_START}|{EVOLVE_END}")
 # The host entry every candidate must define (ARCHITECTURE section 4).
 HOST_ENTRY = re.compile(r'extern\s+"C"\s+int\s+cuco_run\s*\(\s*const\s+cuco_ctx\s*\*\s*\w*\s*,\s*cudaStream_t\s*\w*\s*\)')
-
-
-def line_of(src: str, pos: int) -> int:
-    return src.count("\n", 0, pos) + 1
 
 
 def evolve_regions(src: str) -> tuple[list[tuple[int, int]], Optional[str]]:

@@ -25,7 +25,7 @@ from design_space.candidate import EVOLVE_END, EVOLVE_START
 from design_space.evolve_blocks import HOST_ENTRY, evolve_regions, frozen_text  # noqa: F401  (the guard's API)
 from design_space.dimensions import Backend, Issuer, Placement, SyncScope
 from design_space.point import DesignPoint
-from evaluator import cuda_scan as scan
+from design_space import cuda_scan as scan
 
 
 @dataclass(frozen=True)

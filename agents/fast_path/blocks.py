@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from design_space.candidate import EVOLVE_END, EVOLVE_START
+from design_space.cuda_scan import blank, match_forward
 from design_space.evolve_blocks import HOST_ENTRY, evolve_regions, frozen_text  # noqa: F401  (re-exported)
 
 # A line that holds nothing but a marker comment: removing it changes no code.
@@ -96,50 +97,6 @@ def validation_problem(blocks: Blocks, code: str) -> Optional[str]:
     return None
 
 
-def blank(src: str, strings: bool = True) -> str:
-    """Comments (and, with ``strings``, string/char literal contents) replaced by spaces; the
-    length and the newlines stay, so offsets in the result are offsets in ``src``."""
-    out, i, n = list(src), 0, len(src)
-    while i < n:
-        if src.startswith("//", i):
-            j = src.find("\n", i)
-            j = n if j < 0 else j
-        elif src.startswith("/*", i):
-            j = src.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-        elif src[i] in "\"'":
-            j = i + 1
-            while j < n and src[j] != src[i] and src[j] != "\n":
-                j += 2 if src[j] == "\\" else 1
-            if strings:
-                for k in range(i + 1, min(j, n)):
-                    out[k] = " " if out[k] != "\n" else "\n"
-            i = j + 1
-            continue
-        else:
-            i += 1
-            continue
-        for k in range(i, j):
-            if out[k] != "\n":
-                out[k] = " "
-        i = j
-    return "".join(out)
-
-
-def _match(code: str, open_at: int) -> int:
-    """Index of the bracket closing the one at ``open_at`` (in blanked code), or -1."""
-    pairs = {"(": ")", "{": "}", "[": "]"}
-    close, depth = pairs[code[open_at]], 0
-    for j in range(open_at, len(code)):
-        if code[j] == code[open_at]:
-            depth += 1
-        elif code[j] == close:
-            depth -= 1
-            if depth == 0:
-                return j
-    return -1
-
-
 _IDENT_PAREN = re.compile(r"([A-Za-z_]\w*)\s*\(")
 
 
@@ -153,14 +110,14 @@ def kernel_bodies(src: str) -> list[tuple[str, int, int, int]]:
             m = _IDENT_PAREN.search(code, pos)
             if not m:
                 break
-            close = _match(code, m.end() - 1)
+            close = match_forward(code, m.end() - 1)
             if m.group(1) in _ATTRIBUTES and close > 0:
                 pos = close + 1
                 continue
             brace = re.match(r"\s*(?:const\s*)?\{", code[close + 1:]) if close > 0 else None
             if brace:
                 open_at = close + brace.end()
-                end = _match(code, open_at)
+                end = match_forward(code, open_at)
                 if end > 0:
                     found.append((m.group(1), g.start(), open_at, end))
             break

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from design_space.evolve_blocks import evolve_regions, frozen_text, line_of  # noqa: F401  (re-exported)
+from design_space.cuda_scan import line_of
+from design_space.evolve_blocks import evolve_regions, frozen_text  # noqa: F401  (re-exported)
 
 
 def frozen_lines(src: str) -> list[tuple[int, str]]:

@@ -1,6 +1,7 @@
 """Scanning CUDA/C++ source text: blank out comments and literals (keeping every newline, so
 positions and line numbers stay valid), match brackets, split on top-level commas. Shared by the
-guard (static checks) and the source rewrite for the CPU emulator."""
+guard (static checks), the source rewrites (CPU emulator, checked GPU launches) and the fast path's
+evolve-block annotator; pure text, so it lives in design_space."""
 
 from __future__ import annotations
 
