@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import time
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -144,9 +144,8 @@ class AgentWiring:
                                tools=FastPathTools(evaluate=self._timed(self._evaluate)), checkpoint_path=checkpoint,
                                thread_id=self.run_name, max_iterations=self.settings.fast_path_iterations,
                                seed_source=_seed_source(spec))
-        steps = [dict(s.__dict__) if hasattr(s, "__dict__") else dict(s) for s in result.trajectory]
         if not self.store.agent_steps(self.run_name, agent="fast_path"):
-            self.store.add_agent_steps(self.run_name, "fast_path", steps)
+            self.store.add_agent_steps(self.run_name, "fast_path", [asdict(s) for s in result.trajectory])
         self.emit("fast_path", f"fast path: {result.status} after {result.iterations} iteration(s)")
         return result.candidate
 
@@ -163,32 +162,26 @@ class AgentWiring:
         out: list[Candidate] = []
         if want:
             try:
-                out = self.llm_proposer.propose(_with(request, count=want, tools=self.tools()))
+                out = self.llm_proposer.propose(replace(request, count=want, tools=self.tools()))
             except LLMError as e:  # a storm past the retry budget: the run goes on without them
                 self.emit("llm_failed", f"LLM proposals failed ({e.problem}); the template proposer fills in")
-        rejected = getattr(self.llm_proposer, "rejections", [])
-        for reason, model in rejected:
+        for reason, model in self.llm_proposer.rejections:
             self.emit("llm_rejected", f"{model}: {reason}")
-        rejected.clear()
+        self.llm_proposer.rejections.clear()
         rest = request.count - len(out)
         if rest > 0:
             known = request.known_hashes | {c.content_hash for c in out}
-            out += template.propose(_with(request, count=rest, known_hashes=known))
+            out += template.propose(replace(request, count=rest, known_hashes=known))
         return out
 
 
-def _with(request: ProposalRequest, **changes) -> ProposalRequest:
-    from dataclasses import replace
-    return replace(request, **changes)
-
-
 def _seed_source(spec: KernelSpec) -> Optional[str]:
-    seed = getattr(spec, "seed_kernel", None)
-    if not seed:
+    """The spec's host-driven seed .cu, found relative to its folder (on the search path)."""
+    if not spec.seed_kernel:
         return None
-    path = Path(seed)
+    path = Path(spec.seed_kernel)
     if not path.is_absolute():
-        for base in (*getattr(spec, "search_path", ()), "."):
+        for base in (*spec.search_path, "."):
             if (Path(base) / path).is_file():
                 path = Path(base) / path
                 break

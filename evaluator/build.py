@@ -29,7 +29,7 @@ class BuildOutcome:
     log: str
 
 
-def _runtime_digest() -> str:
+def runtime_digest() -> str:
     h = hashlib.sha256()
     for p in sorted(RUNTIME_DIR.glob("*.h")):
         h.update(p.name.encode() + p.read_bytes())
@@ -57,7 +57,7 @@ def parse_ptxas(log: str) -> tuple[KernelStats, ...]:
 def build(source: str, *, arch: str, comm_backend: str, dtype_code: int, tc: Toolchain, cache_dir: Path,
           work_dir: Path, timeout_s: float = 180.0) -> BuildOutcome:
     flags = build_flags(arch, comm_backend, dtype_code, tc)
-    key = hashlib.sha256(json.dumps([source, flags[:-2], tc.nvcc_version, tc.nccl_version, _runtime_digest()])
+    key = hashlib.sha256(json.dumps([source, flags[:-2], tc.nvcc_version, tc.nccl_version, runtime_digest()])
                          .encode()).hexdigest()
     cached = cache_dir / "builds" / f"{key}.json"
     if cached.is_file():

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from design_space.errors import ToolchainError
-from evaluator import toolchain
+from evaluator import jail, toolchain
 from evaluator.nccl_probe import NcclCommProbe, NcclProbe, probe_nccl, probe_nccl_comm
 
 NO_GPU = "no GPU"
@@ -122,7 +122,7 @@ def probe_nvcc() -> Tool:
         nvcc = toolchain.find_nvcc()
     except ToolchainError as e:
         return Tool("nvcc", False, reason=str(e))
-    version = toolchain._version([str(nvcc), "--version"], r"release [\d.]+, V([\d.]+)")
+    version = toolchain.tool_version([str(nvcc), "--version"], r"release [\d.]+, V([\d.]+)")
     return Tool("nvcc", version != "unknown", version, str(nvcc), "" if version != "unknown" else f"{nvcc} --version failed")
 
 
@@ -138,7 +138,7 @@ def probe_gxx() -> Tool:
                              capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError) as e:
         return Tool("g++", False, path=str(gxx), reason=f"{gxx} did not run: {e}")
-    version = toolchain._version([str(gxx), "-dumpfullversion"], r"([\d.]+)")
+    version = toolchain.tool_version([str(gxx), "-dumpfullversion"], r"([\d.]+)")
     if res.returncode != 0:
         return Tool("g++", False, version, str(gxx), f"{gxx} cannot compile C++17: {res.stderr.strip()[:200]}")
     return Tool("g++", True, version, str(gxx))
@@ -251,85 +251,30 @@ def probe_llm_keys(environ: Optional[dict[str, str]] = None) -> tuple[str, ...]:
 
 
 def probe_isolation() -> tuple[Capability, ...]:
-    """What the sandbox can use on this machine, each tried for real."""
-    return (_try_unshare("network namespace", ["-n"], "no network: a private, empty network namespace"),
-            _try_unshare("pid namespace", ["-p", "-f", "--mount-proc"], "a stage sees only its own processes"),
-            _try_unshare("mount namespace", ["-m"], "private mounts"),
+    """What the sandbox will use on this machine: the jail's own probes (evaluator/jail.py), asked
+    afresh, so the doctor reports exactly what a stage gets."""
+    m = jail.modes.__wrapped__()  # bypass the cache: a doctor sees the machine as it is now
+    how = " ".join(a for a in (m.prefix or m.net_only)[1:] if a != "--")
+    full, net = bool(m.prefix), bool(m.prefix or m.net_only)
+    refused = "unshare refused it here (needs root or user namespaces)"
+    return (Capability("network namespace", net, f"no network: a private namespace, loopback only (unshare {how})"
+                       if net else refused),
+            Capability("pid namespace", full, "a stage sees only its own processes and dies whole" if full else refused),
+            Capability("mount namespace", full, "read-only filesystem but the stage's folder, private /dev/shm"
+                       if full else refused),
             _process_limit(),
-            _rlimits(),
-            _jail_mode())
-
-
-def _try_unshare(name: str, flags: list[str], what: str) -> Capability:
-    exe = shutil.which("unshare")
-    if not exe:
-        return Capability(name, False, "the unshare command is missing: apt-get install util-linux")
-    try:
-        res = subprocess.run([exe, *flags, "true"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError) as e:
-        return Capability(name, False, f"unshare {' '.join(flags)} did not run: {e}")
-    if res.returncode == 0:
-        return Capability(name, True, f"{what} (unshare {' '.join(flags)})")
-    why = res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"exit {res.returncode}"
-    return Capability(name, False, f"unshare {' '.join(flags)} refused: {why} (needs root or user namespaces)")
+            _rlimits())
 
 
 def _process_limit() -> Capability:
     """A cgroup pids limit holds for root too; RLIMIT_NPROC does not (root bypasses it)."""
-    for base in _cgroup_pids_bases():
-        probe = base / f"cuco-doctor-{os.getpid()}"
-        try:
-            probe.mkdir()
-        except OSError:
-            continue
-        try:
-            # The kernel creates pids.max in a new cgroup; on a plain directory it is absent.
-            if (probe / "pids.max").is_file():
-                (probe / "pids.max").write_text("64")
-                return Capability("process limit", True, f"cgroup pids.max under {base}")
-        except OSError:
-            pass
-        finally:
-            try:
-                probe.rmdir()
-            except OSError:
-                pass
+    parent = jail.pids_cgroup_parent()
+    if parent is not None:
+        return Capability("process limit", True, f"cgroup pids.max under {parent}")
     if os.geteuid() != 0:
         return Capability("process limit", True, "RLIMIT_NPROC (counts all processes of this user)")
     return Capability("process limit", False, "no writable cgroup pids controller, and RLIMIT_NPROC does not bind "
                                               "root: a fork bomb is stopped only by the wall-clock kill of its group")
-
-
-def _cgroup_pids_bases() -> list[Path]:
-    """This process's own cgroup (v2, unified or hybrid mount) and the v1 pids hierarchy."""
-    bases = []
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        lines = []
-    for line in lines:
-        hier, controllers, path = (line.split(":", 2) + ["", ""])[:3]
-        rel = path.lstrip("/")
-        if hier == "0" and not controllers:
-            bases += [Path("/sys/fs/cgroup") / rel, Path("/sys/fs/cgroup/unified") / rel]
-        elif "pids" in controllers.split(","):
-            bases.append(Path("/sys/fs/cgroup/pids") / rel)
-    return [b for b in bases if (b / "cgroup.procs").is_file()]
-
-
-def _jail_mode() -> Capability:
-    """What the sandbox's own namespace probe (evaluator.jail, when present) picks, asked afresh."""
-    try:
-        from evaluator import jail
-        fn = getattr(jail, "modes")
-        m = getattr(fn, "__wrapped__", fn)()  # bypass its cache: a doctor sees the machine as it is now
-        if getattr(m, "prefix", ()):
-            return Capability("sandbox jail", True, "unshare " + " ".join(a for a in m.prefix[1:] if a != "--"))
-        if getattr(m, "net_only", ()):
-            return Capability("sandbox jail", True, "network namespace only")
-        return Capability("sandbox jail", False, "no namespaces usable: stages run with rlimits and a process group")
-    except Exception as e:  # the jail module is optional here; its absence is a finding, not a crash
-        return Capability("sandbox jail", False, f"evaluator.jail not usable: {type(e).__name__}: {e}")
 
 
 def _rlimits() -> Capability:

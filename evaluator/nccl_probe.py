@@ -80,7 +80,7 @@ def find_nccl_lib() -> Optional[str]:
     explicit = os.environ.get("CUCO_NCCL_LIB")
     if explicit:
         return explicit
-    for root in toolchain._nvidia_roots():
+    for root in toolchain.nvidia_roots():
         lib = root / "nccl" / "lib" / "libnccl.so.2"
         if lib.is_file():
             return str(lib)

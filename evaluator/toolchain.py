@@ -34,7 +34,7 @@ class Toolchain:
     nccl_version: str
 
 
-def _nvidia_roots() -> list[Path]:
+def nvidia_roots() -> list[Path]:
     spec = importlib.util.find_spec("nvidia")
     return [Path(p) for p in (spec.submodule_search_locations or [])] if spec else []
 
@@ -48,7 +48,7 @@ def find_nvcc() -> Path:
     candidates = [shutil.which("nvcc")]
     if os.environ.get("CUDA_HOME"):
         candidates.append(str(Path(os.environ["CUDA_HOME"]) / "bin" / "nvcc"))
-    candidates += [str(p) for root in _nvidia_roots() for p in root.glob("*/bin/nvcc")]
+    candidates += [str(p) for root in nvidia_roots() for p in root.glob("*/bin/nvcc")]
     for c in candidates:
         if c and Path(c).is_file():
             return Path(c)
@@ -61,7 +61,7 @@ def find_nvcc() -> Path:
 def find_nccl_include() -> Path:
     explicit = os.environ.get("CUCO_NCCL_INCLUDE")
     roots = [Path(explicit)] if explicit else []
-    roots += [root / "nccl" / "include" for root in _nvidia_roots()] + [Path("/usr/include")]
+    roots += [root / "nccl" / "include" for root in nvidia_roots()] + [Path("/usr/include")]
     for r in roots:
         if (r / "nccl_device.h").is_file():
             return r
@@ -79,7 +79,7 @@ def find_gxx() -> Path:
                          "install it: apt-get install g++ (Debian/Ubuntu), or set CUCO_CXX")
 
 
-def _version(argv: list[str], pattern: str) -> str:
+def tool_version(argv: list[str], pattern: str) -> str:
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
@@ -98,7 +98,7 @@ def nccl_header_version(include: Path) -> str:
 def _cached_toolchain(key: tuple) -> Toolchain:
     nvcc = find_nvcc()
     inc = find_nccl_include()
-    return Toolchain(nvcc=nvcc, nvcc_version=_version([str(nvcc), "--version"], r"release [\d.]+, V([\d.]+)"),
+    return Toolchain(nvcc=nvcc, nvcc_version=tool_version([str(nvcc), "--version"], r"release [\d.]+, V([\d.]+)"),
                      nccl_include=inc, nccl_version=nccl_header_version(inc))
 
 
@@ -110,4 +110,4 @@ def toolchain() -> Toolchain:
 
 @functools.lru_cache(maxsize=None)
 def gxx_version(gxx: Optional[Path] = None) -> str:
-    return _version([str(gxx or find_gxx()), "-dumpfullversion"], r"([\d.]+)")
+    return tool_version([str(gxx or find_gxx()), "-dumpfullversion"], r"([\d.]+)")

@@ -10,7 +10,7 @@ from agents.llm.prices import DEFAULT_PRICES, PRICES_ENV, Price, PriceTable, def
 from agents.llm.registry import (
     DEFAULT_MODELS, configured_llms, create_llm, llm_enable_hint, llm_provider_names, register_llm_provider,
 )
-from agents.llm.retrying import LLMSettings, RawReply, RetryingClient, classify_failure
+from agents.llm.retrying import ClientSettings, RawReply, RetryingClient, classify_failure
 
 register_llm_provider("openai", make_openai)
 register_llm_provider("openai-compatible", make_openai_compatible)
@@ -18,7 +18,7 @@ register_llm_provider("anthropic", make_anthropic)
 
 __all__ = [
     "AnthropicClient", "Budget", "DEFAULT_MODELS", "DEFAULT_PRICES", "LLMClient", "LLMReply", "LLMRequest",
-    "LLMSettings", "LLMSpec", "OpenAIClient", "OpenAICompatibleClient", "PRICES_ENV", "Price", "PriceTable",
+    "ClientSettings", "LLMSpec", "OpenAIClient", "OpenAICompatibleClient", "PRICES_ENV", "Price", "PriceTable",
     "RawReply", "Recorder", "RetryingClient", "classify_failure", "configured_llms", "create_llm",
     "default_prices", "llm_enable_hint", "llm_provider_names", "load_prices", "parse_llm_spec",
     "register_llm_provider",

@@ -13,7 +13,7 @@ from typing import Any
 from design_space.errors import ConfigError
 
 from agents.llm.base import LLMRequest, LLMSpec
-from agents.llm.retrying import LLMSettings, ProtocolFailure, RawReply, RetryingClient
+from agents.llm.retrying import ClientSettings, ProtocolFailure, RawReply, RetryingClient
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 
@@ -30,7 +30,7 @@ class AnthropicClient(RetryingClient):
     provider = "anthropic"
     key_env = "ANTHROPIC_API_KEY"
 
-    def __init__(self, spec: LLMSpec, settings: LLMSettings) -> None:
+    def __init__(self, spec: LLMSpec, settings: ClientSettings) -> None:
         super().__init__(spec, settings)
         key = settings.env.get("ANTHROPIC_API_KEY")
         if not key:
@@ -81,5 +81,5 @@ def _read_stream(stream: Any) -> RawReply:
     return RawReply("".join(parts), tokens_in, tokens_out)
 
 
-def make_anthropic(spec: LLMSpec, settings: LLMSettings) -> AnthropicClient:
+def make_anthropic(spec: LLMSpec, settings: ClientSettings) -> AnthropicClient:
     return AnthropicClient(spec, settings)

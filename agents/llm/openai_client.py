@@ -16,7 +16,7 @@ from typing import Any
 from design_space.errors import ConfigError
 
 from agents.llm.base import LLMRequest, LLMSpec
-from agents.llm.retrying import LLMSettings, ProtocolFailure, RawReply, RetryingClient
+from agents.llm.retrying import ClientSettings, ProtocolFailure, RawReply, RetryingClient
 
 OPENAI_URL = "https://api.openai.com/v1"
 PLACEHOLDER_KEY = "not-needed"
@@ -36,12 +36,12 @@ class OpenAIClient(RetryingClient):
     key_env = "OPENAI_API_KEY"
     max_tokens_param = "max_completion_tokens"
 
-    def __init__(self, spec: LLMSpec, settings: LLMSettings) -> None:
+    def __init__(self, spec: LLMSpec, settings: ClientSettings) -> None:
         super().__init__(spec, settings)
         self.base_url = spec.base_url or settings.env.get("OPENAI_BASE_URL") or OPENAI_URL
         self._sdk = make_openai_sdk(self._api_key(settings), self.base_url, settings.timeout_s)
 
-    def _api_key(self, settings: LLMSettings) -> str:
+    def _api_key(self, settings: ClientSettings) -> str:
         key = settings.env.get("OPENAI_API_KEY")
         if not key:
             raise ConfigError(f"{self.label} needs an OpenAI API key and OPENAI_API_KEY is not set",
@@ -103,21 +103,21 @@ class OpenAICompatibleClient(OpenAIClient):
     max_tokens_param = "max_tokens"
     local = True
 
-    def __init__(self, spec: LLMSpec, settings: LLMSettings) -> None:
+    def __init__(self, spec: LLMSpec, settings: ClientSettings) -> None:
         if not spec.base_url:
             raise ConfigError(f"{spec.label} names no server", "write openai-compatible:<model>@http://host:port/v1")
         super().__init__(spec, settings)
 
-    def _api_key(self, settings: LLMSettings) -> str:
+    def _api_key(self, settings: ClientSettings) -> str:
         return settings.env.get("OPENAI_API_KEY") or PLACEHOLDER_KEY
 
     def _takes_temperature(self) -> bool:
         return True
 
 
-def make_openai(spec: LLMSpec, settings: LLMSettings) -> OpenAIClient:
+def make_openai(spec: LLMSpec, settings: ClientSettings) -> OpenAIClient:
     return OpenAIClient(spec, settings)
 
 
-def make_openai_compatible(spec: LLMSpec, settings: LLMSettings) -> OpenAICompatibleClient:
+def make_openai_compatible(spec: LLMSpec, settings: ClientSettings) -> OpenAICompatibleClient:
     return OpenAICompatibleClient(spec, settings)

@@ -1,6 +1,6 @@
 """The LLM provider registry. Built-ins (openai, anthropic, openai-compatible) register exactly
 like plugins: ``register_llm_provider(name, factory)`` where ``factory(spec: LLMSpec,
-settings: LLMSettings) -> LLMClient`` (subclass ``RetryingClient`` to get retries, budget,
+settings: ClientSettings) -> LLMClient`` (subclass ``RetryingClient`` to get retries, budget,
 cost and recording for free)."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from design_space.errors import ConfigError
 from agents.llm.base import LLMClient, LLMSpec, Recorder, parse_llm_spec
 from agents.llm.budget import Budget
 from agents.llm.prices import PriceTable
-from agents.llm.retrying import LLMSettings
+from agents.llm.retrying import ClientSettings
 
-ProviderFactory = Callable[[LLMSpec, LLMSettings], LLMClient]
+ProviderFactory = Callable[[LLMSpec, ClientSettings], LLMClient]
 
 _PROVIDERS: dict[str, ProviderFactory] = {}
 _LOCK = threading.Lock()
@@ -52,7 +52,7 @@ def create_llm(spec: Union[str, LLMSpec], *, recorder: Optional[Recorder] = None
     if factory is None:
         raise ConfigError(f"unknown LLM provider {parsed.provider!r}",
                           f"use one of: {known} (or register one with register_llm_provider)")
-    settings = LLMSettings(recorder=recorder, budget=budget, prices=prices, timeout_s=float(timeout_s),
+    settings = ClientSettings(recorder=recorder, budget=budget, prices=prices, timeout_s=float(timeout_s),
                            max_retries=int(max_retries), backoff_s=float(backoff_s), stream=stream, environ=environ)
     return factory(parsed, settings)
 

@@ -38,7 +38,7 @@ RETRYABLE = frozenset({"rate_limit", "server", "timeout", "connection", "protoco
 
 
 @dataclass(frozen=True)
-class LLMSettings:
+class ClientSettings:
     """How clients of a run behave; ``create_llm`` builds it from its keyword arguments."""
 
     recorder: Optional[Recorder] = None
@@ -145,7 +145,7 @@ class RetryingClient:
     key_env: Optional[str] = None  # the variable that holds the key, named in error fixes
     local = False  # a local server: an unknown price is expected (0), not warned about
 
-    def __init__(self, spec: LLMSpec, settings: LLMSettings) -> None:
+    def __init__(self, spec: LLMSpec, settings: ClientSettings) -> None:
         self.spec = spec
         self.model = spec.model
         self.settings = settings

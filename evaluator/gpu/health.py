@@ -65,8 +65,7 @@ def gpu_env() -> dict[str, str]:
 
 def gpu_limits(wall_s: float) -> sandbox.Limits:
     """CUDA maps a huge virtual address space and NCCL starts many threads: no AS or task cap."""
-    extra = {"processes": 4096} if "processes" in sandbox.Limits.__dataclass_fields__ else {}
-    return sandbox.Limits(wall_s=wall_s, address_space_bytes=None, file_size_bytes=1 << 30, **extra)
+    return sandbox.Limits(wall_s=wall_s, address_space_bytes=None, file_size_bytes=1 << 30, processes=4096)
 
 
 def check_health(work_dir: Path, *, timeout_s: float = 60.0) -> HealthReport:

@@ -21,7 +21,7 @@ from typing import Optional
 from design_space.errors import ToolchainError
 from design_space.evaluation import trim_log
 from evaluator import sandbox
-from evaluator.build import _runtime_digest
+from evaluator.build import runtime_digest
 from evaluator.gpu.launch_rewrite import rewrite_launches_checked
 from evaluator.toolchain import RUNTIME_DIR, Toolchain
 
@@ -66,7 +66,7 @@ def so_flags(arch: str, backend: str, dtype_code: int, tc: Toolchain, *, checked
 
 def _compile(source: str, flags: list[str], tag: str, tc: Toolchain, cache_dir: Path, work_dir: Path,
              timeout_s: float) -> SharedBuild:
-    key = hashlib.sha256(json.dumps([source, flags, tc.nvcc_version, tc.nccl_version, _runtime_digest()])
+    key = hashlib.sha256(json.dumps([source, flags, tc.nvcc_version, tc.nccl_version, runtime_digest()])
                          .encode()).hexdigest()[:32]
     folder = cache_dir / "gpu_so"
     so, meta = folder / f"{tag}-{key}.so", folder / f"{tag}-{key}.json"

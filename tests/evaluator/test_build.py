@@ -48,7 +48,7 @@ def test_missing_nvcc_names_the_wheels(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.delenv("CUDA_HOME", raising=False)
     monkeypatch.delenv("CUCO_NVCC", raising=False)
-    monkeypatch.setattr(toolchain, "_nvidia_roots", lambda: [])
+    monkeypatch.setattr(toolchain, "nvidia_roots", lambda: [])
     with pytest.raises(ds.ToolchainError) as info:
         toolchain.find_nvcc()
     assert "nvidia-cuda-nvcc" in info.value.fix

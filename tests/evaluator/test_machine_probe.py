@@ -84,7 +84,7 @@ def _cuda_include() -> Path:
         roots += [str(nvcc.resolve().parent.parent)]
     except Exception:
         pass
-    roots += [str(r / sub) for r in toolchain._nvidia_roots() for sub in ("cu13", "cuda_runtime")]
+    roots += [str(r / sub) for r in toolchain.nvidia_roots() for sub in ("cu13", "cuda_runtime")]
     for r in filter(None, roots):
         if (Path(r) / "include" / "cuda_runtime.h").is_file():
             return Path(r) / "include"
@@ -194,14 +194,16 @@ def test_network_namespace_probe_agrees_with_unshare():
     assert cap.detail  # how it works, or why not
 
 
-def test_process_limit_probe_leaves_no_cgroup_behind():
-    before = {b: set(p.name for p in b.iterdir()) for b in mp._cgroup_pids_bases()}
-    cap = mp._process_limit()
-    assert cap.name == "process limit" and cap.detail
-    if os.geteuid() != 0:
-        assert cap.available  # RLIMIT_NPROC binds everyone but root
-    for base, names in before.items():
-        assert {p.name for p in base.iterdir()} == names
+def test_process_limit_probe_reports_what_the_sandbox_will_use():
+    from evaluator import jail
+    cap = next(c for c in mp.probe_isolation() if c.name == "process limit")
+    parent = jail.pids_cgroup_parent()
+    if parent is not None:
+        assert cap.available and str(parent) in cap.detail
+    elif os.geteuid() != 0:
+        assert cap.available and "RLIMIT_NPROC" in cap.detail  # binds everyone but root
+    else:
+        assert not cap.available and "fork bomb" in cap.detail
 
 
 def test_missing_gxx_makes_emulate_unavailable_with_the_fix(monkeypatch, tmp_path):
