@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import design_space as ds
 from agents import conservative_point
-from evaluator.guard import evolve_regions
+from design_space.evolve_blocks import evolve_regions
 
 PATTERN = ds.get_pattern("allgather_gemm")
 HW = ds.get_profile("H100")
