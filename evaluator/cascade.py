@@ -177,6 +177,24 @@ class Evaluator:
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
+    @property
+    def reference_cases(self) -> tuple[reference.ReferenceCase, ...]:
+        """The prepared reference data (runs the reference on first use)."""
+        self.prepare()
+        return tuple(self._cases or ())
+
+    def emulate_source(self, source: str) -> emulate.EmulationOutcome:
+        """The emulate stage alone against the prepared reference: for sweeps that build in batches."""
+        self.prepare()
+        work = Path(tempfile.mkdtemp(prefix="cuco-emulate-", dir=self.config.work_root))
+        try:
+            return emulate.emulate(source, spec=self.spec, pattern=self.pattern, cases=self._cases or [],
+                                   work_dir=work, cache_dir=self.config.cache_dir / "emulator",
+                                   settings=self.config.emulation)
+        finally:
+            if not self.config.keep_work:
+                shutil.rmtree(work, ignore_errors=True)
+
     def guard_findings(self, source: str, point: Optional[DesignPoint] = None) -> str:
         """The guard's findings, one per line ('' when the source passes)."""
         return "\n".join(str(f) for f in guard.check(source, point=point))

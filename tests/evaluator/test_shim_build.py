@@ -122,3 +122,19 @@ def test_compile_times(tmp_path):
     print(f"\ncompile {len(source.splitlines())}-line candidate: {cold:.2f} s with the runtime library, "
           f"{second.seconds:.2f} s cached")
     assert second.seconds < cold and second.seconds < 10
+
+
+@needs_gxx
+def test_candidates_compile_against_a_precompiled_header(tmp_path):
+    res = shim_build.compile_emulator(GOOD, tmp_path / "c", dtype_code=0, cache_dir=tmp_path / "cache",
+                                      extra_flags=("-H",))
+    assert res.ok, res.log
+    used = [ln for ln in res.log.splitlines() if ln.startswith("! ") and ln.endswith("cuco_comm.h.gch")]
+    assert used, res.log[:2000]  # g++ -H marks a precompiled header it used with "!"
+    assert list((tmp_path / "cache").glob("pch-*-d0/cuco_comm.h.gch")) and not list((tmp_path / "cache").rglob("*.tmp"))
+
+
+@needs_gxx
+def test_a_candidate_with_code_before_the_include_compiles_as_written(tmp_path):
+    res = compile_snippet(tmp_path, "p[0] = PROBE_VALUE;", head="#define PROBE_VALUE 7.f\nstatic int before = 1;\n")
+    assert res.ok and res.binary.is_file(), res.log  # g++ reads the real header when the PCH cannot apply

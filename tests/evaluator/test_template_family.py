@@ -7,7 +7,7 @@ import os
 import pytest
 
 import design_space as ds
-from cuco.family_check import check_family
+from cuco.point_sweep import sweep_workload
 
 SAMPLE = int(os.environ.get("CUCO_FAMILY_SAMPLE", "10"))
 SEED = int(os.environ.get("CUCO_FAMILY_SEED", "2026"))
@@ -15,10 +15,10 @@ PATTERN = ds.get_pattern("allgather_gemm")
 
 
 def test_seeded_sample_of_the_family_builds_and_emulates(example_spec, shared_cache):
-    report = check_family(example_spec, shared_cache, sample=SAMPLE, seed=SEED, workers=2)
-    assert report.total_valid == len(ds.valid_points(PATTERN, ds.get_profile("H100")))
-    assert len(report.results) == SAMPLE
-    assert report.failures == [], [f"{r.point.key()}: {r.status.value} {r.reason}" for r in report.failures]
+    row = sweep_workload(example_spec, shared_cache, hardware=("H100",), sample=SAMPLE, seed=SEED, workers=2).rows[0]
+    assert row.valid == len(ds.valid_points(PATTERN, ds.get_profile("H100")))
+    assert len(row.verdicts) == SAMPLE
+    assert row.failures == [], [f"{v.point.key()}: {v.status} {v.reason}" for v in row.failures]
 
 
 def _drop_lines(src: str, *needles: str) -> str:

@@ -3,7 +3,7 @@
 import os
 
 import design_space as ds
-from cuco.family_check import check_family
+from cuco.point_sweep import sweep_workload
 
 SAMPLE = int(os.environ.get("CUCO_FAMILY_SAMPLE", "6"))
 SEED = int(os.environ.get("CUCO_FAMILY_SEED", "2026"))
@@ -11,10 +11,10 @@ SEED = int(os.environ.get("CUCO_FAMILY_SEED", "2026"))
 
 def assert_sample_passes(spec, cache_dir) -> None:
     """A seeded sample of the spec's family passes guard, nvcc and emulation at every world size."""
-    report = check_family(spec, cache_dir, sample=SAMPLE, seed=SEED, workers=2)
-    assert report.total_valid == len(ds.valid_points(ds.get_pattern(spec.pattern), ds.get_profile("H100")))
-    assert len(report.results) == min(SAMPLE, report.total_valid)
-    assert report.failures == [], [f"{r.point.key()}: {r.status.value} {r.reason}" for r in report.failures]
+    row = sweep_workload(spec, cache_dir, hardware=(spec.hardware,), sample=SAMPLE, seed=SEED, workers=2).rows[0]
+    assert row.valid == len(ds.valid_points(ds.get_pattern(spec.pattern), ds.get_profile("H100")))
+    assert len(row.verdicts) == min(SAMPLE, row.valid)
+    assert row.failures == [], [f"{v.point.key()}: {v.status} {v.reason}" for v in row.failures]
 
 
 def mutate(src: str, old: str, new: str = "") -> str:
