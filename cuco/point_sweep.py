@@ -51,7 +51,12 @@ class HardwareRow:
 
     @property
     def failures(self) -> list[PointVerdict]:
-        return [v for v in self.verdicts if v.status != "ok"]
+        return [v for v in self.verdicts if v.status not in ("ok", "not_run")]
+
+    @property
+    def checked(self) -> int:
+        """Points with every verdict in (fewer than ``len(verdicts)`` only for a ``run=False`` report)."""
+        return sum(v.status != "not_run" for v in self.verdicts)
 
     def median(self, attr: str) -> float:
         values = [getattr(v, attr) for v in self.verdicts if getattr(v, attr) > 0]
@@ -80,8 +85,9 @@ def choose_points(points: Sequence[DesignPoint], sample: Optional[int], seed: in
 
 def sweep_workload(spec: KernelSpec, cache_dir: Path, *, hardware: Sequence[str] = ("H100", "A100"),
                    sample: Optional[int] = None, seed: int = 0, workers: int = 2, batch_size: int = 8,
-                   ledger: Optional[Ledger] = None, progress: Callable[[str], None] = lambda line: None
-                   ) -> WorkloadSweep:
+                   ledger: Optional[Ledger] = None, progress: Callable[[str], None] = lambda line: None,
+                   run: bool = True) -> WorkloadSweep:
+    """Verdicts for every chosen point; ``run=False`` only reads the ledger (unchecked points: ``not_run``)."""
     start = time.monotonic()
     ledger = ledger if ledger is not None else Ledger(None)
     pattern = get_pattern(spec.pattern)
@@ -97,6 +103,14 @@ def sweep_workload(spec: KernelSpec, cache_dir: Path, *, hardware: Sequence[str]
             items.setdefault(digest, _Item(src, p, digest))
             chosen[hw].append(digest)
     runner = _Runner(spec, evaluator, keys, ledger, progress, cache_dir)
+    if run:
+        _run_checks(runner, items, chosen, hardware, workers, batch_size)
+    return _report(spec.name, hardware, totals, chosen, items, runner, start)
+
+
+def _run_checks(runner: "_Runner", items: dict, chosen: dict, hardware: Sequence[str], workers: int,
+                batch_size: int) -> None:
+    """Guard every distinct source, then batched builds per arch and one emulation per source."""
     with ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(runner.guard, items.values()))
         passing = {d for d, it in items.items() if runner.verdict("guard", it).ok}
@@ -104,14 +118,18 @@ def sweep_workload(spec: KernelSpec, cache_dir: Path, *, hardware: Sequence[str]
         for arch in dict.fromkeys(get_profile(hw).arch for hw in hardware):
             needed = dict.fromkeys(d for hw in hardware if get_profile(hw).arch == arch for d in chosen[hw]
                                    if d in passing)
-            todo = [items[d] for d in needed if runner.unseen(keys.build(items[d], arch))]
+            todo = [items[d] for d in needed if runner.unseen(runner.keys.build(items[d], arch))]
             jobs += [pool.submit(runner.build, todo[i:i + batch_size], arch) for i in range(0, len(todo), batch_size)]
         jobs += [pool.submit(runner.emulate, items[d]) for d in passing]
         for job in jobs:
             job.result()
+
+
+def _report(name: str, hardware: Sequence[str], totals: dict, chosen: dict, items: dict, runner: "_Runner",
+            start: float) -> WorkloadSweep:
     rows = tuple(HardwareRow(hw, totals[hw], tuple(runner.point_verdict(items[d], hw) for d in chosen[hw]))
                  for hw in hardware)
-    return WorkloadSweep(spec.name, rows, time.monotonic() - start, reused=runner.reused)
+    return WorkloadSweep(name, rows, time.monotonic() - start, reused=runner.reused)
 
 
 class _Keys:

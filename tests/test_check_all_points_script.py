@@ -13,7 +13,7 @@ def test_the_sampled_sweep_prints_a_row_per_workload(shared_cache):
                           "--seed", "7", "--hardware", "H100", "--workers", "2", "--cache", str(shared_cache)],
                          capture_output=True, text=True, timeout=1200, cwd=ROOT)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    table = res.stdout.split("(median seconds per candidate")[1].splitlines()[1:]
+    table = res.stdout.split("(median seconds per point")[1].splitlines()[1:]
     rows = {line.split()[0]: line.split() for line in table if line.strip() and not line.startswith("FAILED")}
     examples = {p.parent.name for p in (ROOT / "examples").glob("*/spec.py")}
     assert set(rows) == examples

@@ -25,6 +25,11 @@ def test_a_sample_passes_on_both_profiles_and_a_rerun_reuses_every_verdict(examp
     assert kinds.count("emulate") == kinds.count("guard") == len(distinct)
     assert kinds.count("build:sm_90") == kinds.count("build:sm_80") == 2
     assert any("build sm_90 x2 ok" in line for line in lines)
+    counted = sweep_workload(example_spec, shared_cache, hardware=("H100", "A100"), sample=2, seed=5,
+                             ledger=Ledger(ledger_path), run=False)
+    assert [(row.checked, row.passed) for row in counted.rows] == [(2, 2), (2, 2)]
+    nothing = sweep_workload(example_spec, shared_cache, hardware=("H100",), sample=2, seed=5, run=False)
+    assert (nothing.rows[0].checked, nothing.rows[0].failures) == (0, [])  # not run is not failed
     again = sweep_workload(example_spec, shared_cache, hardware=("H100", "A100"), sample=2, seed=5, workers=2,
                            ledger=Ledger(ledger_path))
     assert again.reused == len(rows) and again.wall_s < first.wall_s
