@@ -53,3 +53,13 @@ def test_a_broken_source_fails_alone_and_the_others_still_pass(tmp_path: Path, b
     assert [r.ok for r in out] == [i != broken_at for i in range(len(sources))]
     assert "undefined_slot" in out[broken_at].log and "candidate.cu" in out[broken_at].log  # its own log
     assert not any(r.batched for r in out)
+
+
+def test_a_source_is_never_batched_with_headers_it_did_not_include(tmp_path: Path):
+    sources = _sources()
+    # uses cuco_comm.h without including it: alone, nvcc must refuse it
+    sources.append(sources[0].replace('#include "cuco_comm.h"\n', "#include <cstdint>\n", 1))
+    out = build_batch.build_batch(sources, arch="sm_90", comm_backend="nccl", dtype_code=ds.DType.BF16.code,
+                                  tc=toolchain.toolchain(), cache_dir=tmp_path / "cache", work_dir=tmp_path / "w")
+    assert [r.ok for r in out] == [True, True, True, False]
+    assert [r.batched for r in out] == [True, True, True, False]
