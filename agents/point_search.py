@@ -26,6 +26,7 @@ from typing import Optional, Sequence
 from design_space.candidate import Candidate
 from design_space.evaluation import Evaluation
 from design_space.hardware import HardwareProfile
+from design_space.code_features import TENSOR_CORE_TYPICAL
 from design_space.model import estimate
 from design_space.patterns import Pattern
 from design_space.point import DIMENSIONS, DesignPoint
@@ -65,10 +66,11 @@ class Prior:
 
 
 def _log_fitness(point: DesignPoint, costs: Sequence, world: int, hw: Optional[HardwareProfile], dtype: str) -> float:
-    """Mean over shapes of log(baseline / simulated): the log of the evaluator's simulated fitness."""
+    """Mean over shapes of log(baseline / simulated): the log of the evaluator's simulated fitness,
+    for code with the templates' features (the tensor-core tile, which every family renders)."""
     logs = []
     for cost in costs if hw is not None else ():
-        est = estimate(cost, point, world, hw, dtype)
+        est = estimate(cost, point, world, hw, dtype, features=TENSOR_CORE_TYPICAL)
         if est.simulated > 0 and est.baseline > 0:
             logs.append(math.log(est.baseline / est.simulated))
     return sum(logs) / len(logs) if logs else 0.0

@@ -42,6 +42,7 @@ from typing import Callable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import design_space as ds  # noqa: E402
+from design_space.code_features import TENSOR_CORE_TYPICAL  # noqa: E402
 from agents import ProposalRequest, TemplateProposer  # noqa: E402
 from cuco.spec_loader import load_spec  # noqa: E402
 
@@ -105,7 +106,8 @@ class Model:
 
     def estimate(self, p: ds.DesignPoint) -> ds.Estimate:
         if p not in self._cache:
-            self._cache[p] = ds.estimate(self.cost, p, WORLD, self.w.hardware, self.w.spec.dtype.value)
+            self._cache[p] = ds.estimate(self.cost, p, WORLD, self.w.hardware, self.w.spec.dtype.value,
+                                         features=TENSOR_CORE_TYPICAL)
         return self._cache[p]
 
     def time(self, p: ds.DesignPoint) -> float:

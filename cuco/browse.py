@@ -1,4 +1,5 @@
-"""``cuco leaderboard``, ``cuco show`` and ``cuco llm``: read what a run stored."""
+"""``cuco leaderboard``, ``cuco show`` and ``cuco llm``: read what a run stored. Stored text is shown
+as data (``cuco.shown_text``); ``--json`` prints it exactly."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from candidates_db import Store
 from design_space import KernelSpec, StoreError
 from cuco.report import (
     candidate_report, leaderboard_rows, leaderboard_table, llm_call_row, llm_calls_table, llm_usage_tables,
-    prompt_panels, render_candidate, to_json, usage_line,
+    print_source, prompt_panels, render_candidate, to_json, usage_line,
 )
+from cuco.shown_text import shown
 
 
 def _open(run: Optional[str], db: Optional[str]) -> tuple[Store, Optional[str]]:
@@ -53,8 +55,8 @@ def leaderboard_command(run: str, *, db: Optional[str], limit: int, json_out: bo
     console.print(leaderboard_table(rows, f"leaderboard: {info.name} ({info.status.value})"))
     line = usage_line(usage)
     if line:
-        console.print(line, markup=False, highlight=False)
-        console.print(f"details: cuco llm {run}" + (f" --db {db}" if db else ""), markup=False, highlight=False)
+        console.print(shown(line))
+        console.print(shown(f"details: cuco llm {run}" + (f" --db {db}" if db else "")))
 
 
 def _find_store(candidate: str, run: Optional[str], db: Optional[str]) -> Store:
@@ -80,8 +82,10 @@ def show_command(candidate: str, *, run: Optional[str], db: Optional[str], with_
     if json_out:
         print(to_json(report))
         return
-    for item in render_candidate(report, with_source):
+    for item in render_candidate(report):
         console.print(item)
+    if with_source:
+        print_source(report["candidate"]["source"], console)
 
 
 def _candidate_id(store: Store, candidate: str) -> str:
@@ -107,15 +111,15 @@ def llm_command(run: str, *, db: Optional[str], candidate: Optional[str], json_o
         print(to_json({"run": info.name, "candidate": cid, "usage": usage, "calls": calls, "agent_steps": steps}))
         return
     if not usage["calls"]:
-        console.print(f"run {info.name!r} made no LLM call (the template proposer needs none); "
-                      "pass --llm openai:<model> or anthropic:<model> to `cuco evolve` to use one", markup=False)
+        console.print(shown(f"run {info.name!r} made no LLM call (the template proposer needs none); "
+                            "pass --llm openai:<model> or anthropic:<model> to `cuco evolve` to use one"))
     else:
         for table in llm_usage_tables(usage, f"LLM usage: {info.name}"):
             console.print(table)
     if steps:
         console.print(_steps_table(steps))
     if candidate and not calls:
-        console.print(f"no LLM call served candidate {cid}", markup=False)
+        console.print(shown(f"no LLM call served candidate {cid}"))
     if calls:
         console.print(llm_calls_table(calls, "LLM calls" + (f" for {cid}" if cid else "")))
         for panel in prompt_panels(calls):
@@ -123,7 +127,6 @@ def llm_command(run: str, *, db: Optional[str], candidate: Optional[str], json_o
 
 
 def _steps_table(steps: list[dict]):
-    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title="agent steps", title_justify="left")
@@ -131,6 +134,6 @@ def _steps_table(steps: list[dict]):
         table.add_column(col, overflow="fold")
     for st in steps:
         text = " — ".join(x for x in (st["summary"], st["reason"]) if x)
-        table.add_row(st["agent"], str(st["step"]), escape(st["node"]), str(st["iteration"]), st["status"] or "-",
-                      st["candidate_id"] or "-", escape(text) or "-")
+        table.add_row(shown(st["agent"]), str(st["step"]), shown(st["node"]), str(st["iteration"]),
+                      shown(st["status"] or "-"), shown(st["candidate_id"] or "-"), shown(text or "-"))
     return table

@@ -117,11 +117,33 @@ def llm(
 
 @app.command()
 @_guarded
+def check(
+    spec: Path = typer.Argument(..., help="spec folder (with spec.py) or spec .py file"),
+    file: Path = typer.Argument(..., help="CUDA source to check (a hand-written kernel or an edited render)"),
+    point: Optional[str] = typer.Option(None, help="design point the source implements (needed for a score), "
+                                                   "e.g. lsa/fused_persistent/per_tile_signal/cta/16K/2"),
+    json_out: bool = typer.Option(False, "--json", help="print the evaluation as JSON"),
+    run: Optional[str] = typer.Option(None, help="store the candidate and its evaluation in this run (created "
+                                                 "when missing), e.g. the spec name `cuco evolve` uses"),
+    db: Optional[str] = typer.Option(None, help="database URL for --run (default: runs/<spec name>/cuco.db)"),
+    hardware: Optional[str] = typer.Option(None, help="hardware profile to build and score for (default: the spec's)"),
+) -> None:
+    """Run one source through the evaluator cascade: verdict, build features, checks, score (exit 0 ok, 1 failed)."""
+    from cuco.check_command import run_check
+    code = run_check(spec, file, point=point, json_out=json_out, run=run, db=db, hardware=hardware,
+                     console=_console())
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command()
+@_guarded
 def render(
     spec: Path = typer.Argument(..., help="spec folder or file"),
     point: str = typer.Option(..., help="design point, e.g. lsa/stream_overlap/per_peer_signal/cta/256K/8"),
 ) -> None:
     """Print the CUDA source the templates render for one design point."""
+    import kernels  # noqa: F401  (registers the built-in renderers)
     from cuco.spec_loader import load_spec
     from design_space import DesignPoint, DesignPointError, get_pattern, get_profile
     from design_space.space import why_not_rendered

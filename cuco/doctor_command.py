@@ -58,23 +58,24 @@ def _yes(ok: bool) -> str:
 
 
 def _machine_table(r: MachineReport):
-    from rich.markup import escape
     from rich.table import Table
+
+    from cuco.shown_text import shown  # probe output (versions, paths, reasons) is data
 
     t = Table(title="machine", title_justify="left", show_header=False, pad_edge=False)
     t.add_column("what", no_wrap=True, style="bold")
     t.add_column("ok", no_wrap=True)
     t.add_column("detail")
     for tool in (r.python, r.nvcc, r.gxx, r.cuda_runtime):
-        t.add_row(tool.name, _yes(tool.available), escape(f"{tool.version} ({tool.path})" if tool.available
+        t.add_row(tool.name, _yes(tool.available), shown(f"{tool.version} ({tool.path})" if tool.available
                                                            else tool.reason))
     for name, ok, detail in _gpu_rows(r) + _nccl_rows(r) + [_torch_row(r)]:
-        t.add_row(name, _yes(ok), escape(detail))
+        t.add_row(name, _yes(ok), shown(detail))
     for i, cap in enumerate(r.isolation):
-        t.add_row("sandbox" if i == 0 else "", _yes(cap.available), escape(f"{cap.name}: {cap.detail}"),
+        t.add_row("sandbox" if i == 0 else "", _yes(cap.available), shown(f"{cap.name}: {cap.detail}"),
                   end_section=i == len(r.isolation) - 1)
     keys = ", ".join(r.llm_keys) if r.llm_keys else "none set (the template proposer needs none)"
-    t.add_row("LLM keys", _yes(True) if r.llm_keys else "[dim]none[/]", escape(keys + " — names only, values never shown"))
+    t.add_row("LLM keys", _yes(True) if r.llm_keys else "[dim]none[/]", shown(keys + " — names only, values never shown"))
     return t
 
 
@@ -137,11 +138,11 @@ def _backends(tier: TierStatus) -> str:
     return " ".join(f"[green]{b.name}[/]" if b.available else f"[dim strike]{b.name}[/]" for b in tier.backends)
 
 
-def _why(tier: TierStatus) -> str:
-    from rich.markup import escape
+def _why(tier: TierStatus):
+    from cuco.shown_text import shown  # probe output is data
 
     if not tier.available:
-        return escape(tier.reason)
+        return shown(tier.reason)
     off = [f"{b.name}: {b.detail}" for b in tier.backends if not b.available]
     on = [f"{b.name}: {b.detail}" for b in tier.backends if b.available]
-    return escape("; ".join(on + [f"not {x}" for x in off]))
+    return shown("; ".join(on + [f"not {x}" for x in off]))

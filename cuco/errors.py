@@ -13,6 +13,9 @@ __all__ = ["BudgetExhausted", "ConfigError", "CucoError", "DesignPointError", "I
 
 
 def one_line(err: CucoError) -> str:
-    """``error: <problem> -- fix: <fix>`` on a single line (never a traceback)."""
-    text = " ".join(str(err).split())
+    """``error: <problem> -- fix: <fix>`` on a single line (never a traceback); messages may quote
+    stored or user text, so control characters are shown as escapes."""
+    from cuco.shown_text import visible
+
+    text = " ".join(visible(str(err)).split())
     return f"error: {text}"

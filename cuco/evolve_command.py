@@ -1,4 +1,5 @@
-"""``cuco evolve``: the main job with rich progress and a final leaderboard."""
+"""``cuco evolve``: the main job with rich progress and a final leaderboard. Event messages, reasons
+and names carry stored text (LLM replies, candidate logs): they are shown as data (``shown_text``)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from design_space import DesignPoint, Status
 from cuco.agent_wiring import LLMSettings, configured_names, enable_hint
 from cuco.loop import Event, EvolveOptions, evolve
 from cuco.report import leaderboard_rows, leaderboard_table, to_json
+from cuco.shown_text import line, shown
 from cuco.spec_loader import load_spec
-
 
 
 class _Progress:
@@ -38,18 +39,21 @@ class _Progress:
                 self.progress.advance(self.task)
         else:
             self.progress.stop()
-            self.console.print(f"[dim]{e.message}[/]")
+            self.console.print(shown(e.message, "dim"))
 
     def _line(self, e: Event) -> None:
         ev, c = e.evaluation, e.candidate
-        point = c.point.key() if c.point else "-"
-        if ev.status is Status.OK and ev.timings:
-            t = ev.timings[-1]
-            detail = f"speedup {ev.speedup:.3f}x  SOL {ev.sol_fraction:.2f}  ({t.source.value})"
+        point = ev.observed_point or (c.point.key() if c.point else "-")
+        if ev.status is Status.OK and ev.timings and ev.speedup is not None:
+            # the same figures as the leaderboard and `cuco space` (design_space.figures)
+            compute = f", {ev.features.kind}" if ev.features else ""
+            detail = (f"speedup {ev.speedup:.3g}x  SOL {ev.sol_fraction:.3g}  geomean over shapes "
+                      f"({ev.timing_source.value}{compute})")
         else:
-            detail = ev.reason[:90]
+            detail = " ".join(ev.reason.split())[:90]  # one line, whatever the reason holds
         color = "green" if ev.status is Status.OK else "red"
-        self.progress.console.print(f"gen {c.generation:>2}  {c.id}  {point:<48} [{color}]{ev.status.value:<16}[/] {detail}")
+        self.progress.console.print(line(f"gen {c.generation:>2}  {c.id}  {point:<48} ",
+                                         (f"{ev.status.value:<16}", color), f" {detail}"))
 
     def stop(self) -> None:
         self.progress.stop()
@@ -66,10 +70,11 @@ def run_evolve(spec_path: Path, *, run_dir: Optional[Path], run_name: Optional[s
                             workers=workers or max(1, os.cpu_count() or 1), seed=seed, max_wall_s=max_wall,
                             keep_work=keep_work, seed_points=seed_points, gpu=gpu, llm=llm or LLMSettings())
     if not json_out:
-        console.print(f"[bold]cuco evolve[/] {spec.name} ({spec.pattern}) on {spec.hardware}, world {spec.target_world}"
-                      f" -> {options.run_dir}")
+        console.print(line(("cuco evolve", "bold"), f" {spec.name} ({spec.pattern}) on {spec.hardware}, world "
+                           f"{spec.target_world} -> {options.run_dir}"))
         names = configured_names(options.llm.names)
-        console.print(f"[dim]{'proposers: ' + ', '.join(names) + ' + design-space templates' if names else enable_hint()}[/]")
+        console.print(shown('proposers: ' + ', '.join(names) + ' + design-space templates' if names else enable_hint(),
+                            "dim"))
     progress = _Progress(console, quiet=json_out)
     try:
         summary = evolve(spec, options, on_event=progress)
@@ -84,10 +89,10 @@ def run_evolve(spec_path: Path, *, run_dir: Optional[Path], run_name: Optional[s
         return
     console.print(leaderboard_table(rows, f"leaderboard: {summary.run.name} ({summary.run.status.value})"))
     counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.status_counts.items()) if v)
-    console.print(f"{summary.evaluated_now} evaluated now in {summary.wall_s:.0f} s; stored: {counts}")
+    console.print(shown(f"{summary.evaluated_now} evaluated now in {summary.wall_s:.0f} s; stored: {counts}"))
     if summary.best:
         best, ev = summary.best
         point = best.point.key() if best.point else "(no declared point)"
-        console.print(f"best: {best.id} {point}, {ev.speedup or 0:.3f}x geomean speedup over the host-driven "
-                      f"baseline ({ev.timing_source.value if ev.timing_source else 'untimed'})")
-        console.print(f"details: cuco show {best.id} --run {options.run_dir} --source")
+        console.print(shown(f"best: {best.id} {point}, {ev.speedup or 0:.3f}x geomean speedup over the host-driven "
+                            f"baseline ({ev.timing_source.value if ev.timing_source else 'untimed'})"))
+        console.print(shown(f"details: cuco show {best.id} --run {options.run_dir} --source"))

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from cuco.init_templates import EXAMPLES, TODO_REFERENCE, TODO_SHAPES, readme_text, skeleton_reference, spec_text
-from design_space.seed_analysis import analyse_seed, choose_pattern, function_arity, reference_calls
+from kernels.seed_analysis import analyse_seed, choose_pattern, function_arity, reference_calls
 from cuco.spec_loader import load_spec
 from design_space import ConfigError, KernelSpec, SpecError, get_pattern
 
@@ -170,14 +170,15 @@ def _load(out: Path) -> KernelSpec:
 
 
 def _print(r: InitResult, console) -> None:
-    from rich.markup import escape  # source text (streams[r]) is not markup
+    from cuco.shown_text import line, shown  # seed source text (stream names...) is data, never markup
 
-    console.print(f"[bold]cuco init[/] {escape(r.spec.name)}: pattern [bold]{r.pattern}[/] ({escape(r.why)})")
-    for line in r.analysis:
-        console.print(f"  {escape(line)}")
-    console.print(escape(f"wrote {', '.join(str(r.out / f) for f in r.files)}"))
-    console.print(f"spec loads: {len(r.spec.shapes)} shape(s) ({', '.join(s.name for s in r.spec.shapes)}), "
-                  f"world sizes {', '.join(map(str, r.spec.world_sizes))}, {r.spec.dtype.value} on {r.spec.hardware}")
+    console.print(line(("cuco init", "bold"), f" {r.spec.name}: pattern ", (r.pattern, "bold"), f" ({r.why})"))
+    for text in r.analysis:
+        console.print(shown(f"  {text}"))
+    console.print(shown(f"wrote {', '.join(str(r.out / f) for f in r.files)}"))
+    worlds = ", ".join(map(str, r.spec.world_sizes))
+    console.print(shown(f"spec loads: {len(r.spec.shapes)} shape(s) ({', '.join(s.name for s in r.spec.shapes)}), "
+                        f"world sizes {worlds}, {r.spec.dtype.value} on {r.spec.hardware}"))
     for t in r.todo:
-        console.print(f"[yellow]TODO[/] {t}")
-    console.print(escape(f"next: cuco space {r.out}   then   cuco evolve {r.out}"))
+        console.print(line(("TODO", "yellow"), f" {t}"))
+    console.print(shown(f"next: cuco space {r.out}   then   cuco evolve {r.out}"))

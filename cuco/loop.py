@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from candidates_db import Store
 from design_space.space import why_not_rendered
 from design_space import (
     BudgetExhausted, Candidate, ConfigError, CucoError, DesignPoint, DesignPointError, Evaluation, KernelSpec, Origin,
-    OriginKind, RunInfo, RunStatus, StoreError, get_pattern, get_profile,
+    OriginKind, RunInfo, RunStatus, Stage, Status, StoreError, get_pattern, get_profile,
 )
 from evaluator.cascade import Evaluator, EvaluatorConfig
 from evaluator.emulate import EmulationSettings
@@ -139,7 +140,11 @@ class _Loop:
         existing = self.store.get_run(self.name)
         config = {"generations": self.options.generations, "population": self.options.population,
                   "seed": self.options.seed, "proposer": self.options.proposer,
-                  "llm": list(self.agents.settings.names) if self.agents else []}
+                  "llm": list(self.agents.settings.names) if self.agents else [],
+                  # draws the emulation shapes: secret (only the database holds it), so no candidate
+                  # can be written for the shapes it will meet; kept for the run's lifetime
+                  "shape_seed": (existing.config.get("shape_seed") if existing else None) or secrets.randbits(62)}
+        self.evaluator.use_shape_seed(config["shape_seed"])
         if existing is None:
             now = datetime.now(timezone.utc)
             run = RunInfo(name=self.name, spec_name=self.spec.name, pattern=self.spec.pattern,
@@ -237,26 +242,48 @@ class _Loop:
         pool = ThreadPoolExecutor(max_workers=self.options.workers)
         futures: dict[Future, Candidate] = {}
         queue = list(pending)
+        parents = self._parent_sources(pending)
         try:
             while queue or futures:
                 while queue and len(futures) < self.options.workers and not self._deadline_passed():
                     cand = queue.pop(0)
-                    futures[pool.submit(self.evaluator.evaluate, cand, None, self._deadline())] = cand
+                    parent = parents.get(cand.parent_ids[0]) if cand.parent_ids else None
+                    if cand.parent_ids and parent is None:
+                        self._record(cand, self._orphaned(cand))
+                        continue
+                    futures[pool.submit(self.evaluator.evaluate, cand, parent, self._deadline())] = cand
                 if not futures:
-                    return False
+                    return not queue  # work left means the deadline stopped it
                 done, _ = wait(futures, return_when=FIRST_COMPLETED)
                 for fut in done:
                     cand = futures.pop(fut)
-                    evaluation = fut.result()  # infrastructure faults propagate; candidate faults are data
-                    self.store.add_evaluation(evaluation)
-                    self.evaluated += 1
-                    self.emit(Event("evaluated", evaluation.status.value, candidate=cand, evaluation=evaluation,
-                                    generation=cand.generation))
+                    self._record(cand, fut.result())  # infrastructure faults propagate; candidate faults are data
             return True
         finally:
             # On Ctrl-C or a fault do not wait for in-flight stages (their sandboxes time out on
             # their own); what was not stored is evaluated again on resume.
             pool.shutdown(wait=not futures, cancel_futures=True)
+
+    def _parent_sources(self, pending: list[Candidate]) -> dict[str, str]:
+        """The sources of the first parents of ``pending`` (by id) that this run holds: the guard
+        holds a child's frozen code to its first parent's, whichever proposer made it."""
+        wanted = {c.parent_ids[0] for c in pending if c.parent_ids}
+        if not wanted:
+            return {}
+        return {c.id: c.source for c in self.store.candidates(self.name) if c.id in wanted}
+
+    def _orphaned(self, cand: Candidate) -> Evaluation:
+        """A child whose parent the run does not hold cannot be checked: it is rejected unevaluated."""
+        reason = (f"[parent_missing]: parent {cand.parent_ids[0]} is not in this run, so the code outside the "
+                  "evolve blocks cannot be checked against it")
+        return Evaluation(candidate_id=cand.id, status=Status.REJECTED, stage=Stage.GUARD, reason=reason, logs=reason,
+                          provenance=self.evaluator.provenance)
+
+    def _record(self, cand: Candidate, evaluation: Evaluation) -> None:
+        self.store.add_evaluation(evaluation)
+        self.evaluated += 1
+        self.emit(Event("evaluated", evaluation.status.value, candidate=cand, evaluation=evaluation,
+                        generation=cand.generation))
 
     def close(self) -> None:
         self.store.close()

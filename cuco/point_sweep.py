@@ -138,11 +138,15 @@ class _Keys:
     def __init__(self, spec: KernelSpec, evaluator: Evaluator) -> None:
         self.tc = evaluator.tc
         self.spec = spec
-        guard_files = (guard.__file__, *(Path(guard.__file__).parents[1] / "design_space" / n
-                                         for n in ("cuda_scan.py", "evolve_blocks.py")))
+        root = Path(guard.__file__).parents[1]
+        guard_files = (guard.__file__, root / "kernels" / "cuda_scan.py", root / "kernels" / "evolve_blocks.py")
         self.guard_digest = verdict_key(*(Path(f).read_text() for f in guard_files))
         cases = evaluator.reference_cases
+        emulate_files = [root / "evaluator" / n for n in ("emulate.py", "emulator_io.py", "shape_draws.py",
+                                                          "candidate_object.py", "allowed_symbols.txt")]
         self.emulate_digest = verdict_key(shim_build.emulator_digest(), repr(evaluator.config.emulation),
+                                          repr(evaluator.config.shape_variants), repr(evaluator.config.seed),
+                                          *(f.read_text() for f in emulate_files),
                                           *sorted({str(tf.path.parent) for c in cases for r in c.ranks
                                                    for tf in r.inputs}))
 

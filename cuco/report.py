@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 from design_space import Candidate, Evaluation, KernelSpec, Status, Tier
 from design_space.llm import LLMCall
+from cuco.shown_text import line, shown
 
 SIMULATED_NOTE = ("times are SIMULATED by the analytic model (no GPU measured them); correctness is CPU emulation, "
                   "which checks logic, indexing and signalling but not GPU memory ordering")
@@ -19,52 +20,68 @@ def _us(x: Optional[float]) -> Optional[float]:
 
 
 def leaderboard_rows(entries: list[tuple[Candidate, Optional[Evaluation]]], spec: KernelSpec) -> list[dict[str, Any]]:
+    """One row per candidate. ``speedup`` and ``sol`` are THE score (design_space.figures: geometric
+    means over the spec's shapes); the ``headline_*`` figures are the spec's primary shape, shown
+    beside them. ``point`` is the point the code was observed to implement (what was scored)."""
+    from design_space.figures import score
+
     rows = []
     for i, (cand, ev) in enumerate(entries, 1):
-        head = ev.timing_for(spec.headline.name) if ev else None
+        sc = score(ev.timings, headline_shape=spec.headline.name) if ev and ev.timings else None
+        head = sc.headline if sc else None
         rows.append({
             "rank": i,
             "id": cand.id,
             "generation": cand.generation,
             "origin": cand.origin.label(),
-            "point": cand.point.key() if cand.point else None,
+            "point": (ev.observed_point if ev and ev.observed_point else None) or (cand.point.key() if cand.point else None),
+            "declared_point": cand.point.key() if cand.point else None,
             "status": ev.status.value if ev else "pending",
             "reason": ev.reason if ev else "",
             "emulated_worlds": list(ev.checked_worlds(Tier.EMULATED)) if ev else [],
-            "timing_source": head.source.value if head else None,
+            "timing_source": sc.source.value if sc and sc.source else None,
+            "compute": ev.features.kind if ev and ev.features else None,
             "shape": spec.headline.name,
             "time_us": _us(head.seconds) if head else None,
-            "bound_us": _us(head.bound_seconds) if head else None,
-            "sol": round(head.sol_fraction, 3) if head else None,
-            "speedup": round(ev.speedup, 3) if ev and ev.speedup else None,
+            "bound_us": _us(ev.timing_for(spec.headline.name).bound_seconds) if head else None,
+            "headline_speedup": _round(head.speedup) if head else None,
+            "headline_sol": _round(head.sol) if head else None,
+            "sol": _round(sc.sol) if sc else None,
+            "speedup": _round(sc.speedup) if sc else None,
             "flags": list(ev.flags) if ev else [],
         })
     return rows
 
 
+def _round(x: Optional[float]) -> Optional[float]:
+    """Three significant figures: a 0.0172x scalar candidate must not print as 0.017 or 0.02."""
+    return None if x is None else float(f"{x:.3g}")
+
+
 def leaderboard_table(rows: list[dict[str, Any]], title: str):
+    """The leaderboard as a rich table; every stored value is shown as data (``shown``)."""
     from rich.table import Table
 
     sources = {r["timing_source"] for r in rows if r["timing_source"]}
     label = "/".join(sorted(sources)) or "simulated"
     shape = rows[0]["shape"] if rows else ""
-    table = Table(title=title, caption=SIMULATED_NOTE if "simulated" in sources or not sources else None,
+    table = Table(title=shown(title), caption=SIMULATED_NOTE if "simulated" in sources or not sources else None,
                   caption_justify="left")
     right = {"justify": "right", "no_wrap": True}
     for col, kw in (("#", right), ("id", {"no_wrap": True}), ("gen", right), ("design point", {"no_wrap": True}),
                     # Folds first when the terminal is narrow: the point and the figures matter more.
                     ("origin", {"overflow": "fold", "min_width": 12}), ("status", {"no_wrap": True}), ("emulated", {"no_wrap": True}),
-                    (f"{label} µs\n{shape}", right), ("bound µs", right), ("SOL", right),
+                    (shown(f"{label} µs\n{shape}"), right), ("bound µs", right), ("SOL\ngeomean", right),
                     ("speedup\ngeomean", right)):
         table.add_column(col, **kw)
     for r in rows:
         ok = r["status"] == Status.OK.value
         worlds = ",".join(str(w) for w in r["emulated_worlds"])
         table.add_row(
-            str(r["rank"]), r["id"], str(r["generation"]), r["point"] or "-", _escape(r["origin"]),
-            f"[green]{r['status']}[/]" if ok else f"[red]{r['status']}[/]",
+            str(r["rank"]), shown(r["id"]), str(r["generation"]), shown(r["point"] or "-"), shown(r["origin"]),
+            shown(r["status"], "green" if ok else "red"),
             f"✓ w={worlds}" if worlds else "✗",
-            _fmt(r["time_us"]), _fmt(r["bound_us"]), _fmt(r["sol"], 3), _fmt(r["speedup"], 3, "x"),
+            _fmt(r["time_us"]), _fmt(r["bound_us"]), _sig(r["sol"]), _sig(r["speedup"], "x"),
         )
     return table
 
@@ -73,9 +90,8 @@ def _fmt(x: Optional[float], digits: int = 1, suffix: str = "") -> str:
     return "-" if x is None else f"{x:.{digits}f}{suffix}"
 
 
-def _escape(text: str) -> str:
-    from rich.markup import escape
-    return escape(text)
+def _sig(x: Optional[float], suffix: str = "") -> str:
+    return "-" if x is None else f"{x:.3g}{suffix}"
 
 
 def candidate_report(cand: Candidate, ev: Optional[Evaluation], run: str,
@@ -94,39 +110,55 @@ def candidate_report(cand: Candidate, ev: Optional[Evaluation], run: str,
     }
 
 
-def render_candidate(report: dict[str, Any], with_source: bool):
-    """Rich renderables for ``cuco show``; prompts are shown when the report holds them."""
+def render_candidate(report: dict[str, Any]):
+    """Rich renderables for ``cuco show`` (the source is printed apart: ``source_text``); prompts are
+    shown when the report holds them. Stored text is shown as data (``shown``), never as markup."""
     from rich.panel import Panel
-    from rich.syntax import Syntax
     from rich.table import Table
-    from rich.text import Text
 
     c, ev = report["candidate"], report["evaluation"]
     out = []
     meta = Table.grid(padding=(0, 2))
     for k, v in (("id", c["id"]), ("run", report["run"]), ("generation", c["generation"]),
                  ("origin", "/".join(x for x in c["origin"].values() if x)), ("parents", ", ".join(c["parent_ids"]) or "-"),
-                 ("design point", _point_key(c["point"])), ("content hash", c["content_hash"][:16])):
-        meta.add_row(f"[bold]{k}", str(v))
+                 ("declared point", _point_key(c["point"])), ("content hash", c["content_hash"][:16])):
+        meta.add_row(shown(k, "bold"), shown(v))
     if ev:
         s = report["summary"]
-        meta.add_row("[bold]status", f"{s['status']} (stage {s['stage']})")
+        meta.add_row(shown("observed point", "bold"), shown(ev.get("observed_point") or "-"))
+        if ev.get("features"):
+            f = ev["features"]
+            meta.add_row(shown("code", "bold"), shown(
+                f"{'tensor cores' if f['tensor_core'] else 'no tensor cores'}, {f['tensor_core_flop_share']:.0%} of the "
+                f"FLOPs through the tile, widest access {f['vector_width_bytes']} B, spills {f['spill_bytes']} B, "
+                f"{f['registers']} registers ({f['source']})"))
+        meta.add_row(shown("status", "bold"), shown(f"{s['status']} (stage {s['stage']})"))
         if s["reason"]:
-            meta.add_row("[bold]reason", s["reason"])
-        meta.add_row("[bold]emulated", ", ".join(f"world {w} ✓" for w in s["emulated_worlds"]) or "✗")
-        meta.add_row("[bold]flags", "; ".join(ev["flags"]) or "-")
-    out.append(Panel(meta, title=f"candidate {c['id']}"))
+            meta.add_row(shown("reason", "bold"), shown(s["reason"]))
+        meta.add_row(shown("emulated", "bold"), ", ".join(f"world {w} ✓" for w in s["emulated_worlds"]) or "✗")
+        meta.add_row(shown("flags", "bold"), shown("; ".join(ev["flags"]) or "-"))
+    out.append(Panel(meta, title=line("candidate ", c["id"])))
     if ev:
-        out.extend(_evaluation_tables(ev))
+        out.extend(evaluation_tables(ev))
+        if ev.get("observed"):
+            out.append(Panel(shown("\n".join(ev["observed"])), title="what the code was observed to do"))
         if ev["logs"]:
-            out.append(Panel(Text(ev["logs"]), title="log (trimmed)"))  # Text: brackets in logs are not markup
+            out.append(Panel(shown(ev["logs"]), title="log (trimmed)"))
     calls = report.get("llm_calls") or []
     if calls:
         out.append(llm_calls_table(calls, f"LLM calls for {c['id']}"))
         out.extend(prompt_panels(calls))
-    if with_source:
-        out.append(Syntax(c["source"], "cuda", line_numbers=True))
     return out
+
+
+def print_source(source: str, console) -> None:
+    """The source as it is, only with control characters made visible (``visible``): no padding, no
+    wrapping, no line numbers, so it can be copied or piped back into a file."""
+    from cuco.shown_text import visible
+
+    text = visible(source)
+    console.file.write(text if text.endswith("\n") else text + "\n")
+    console.file.flush()
 
 
 def _point_key(point: Optional[dict]) -> str:
@@ -136,30 +168,42 @@ def _point_key(point: Optional[dict]) -> str:
             f"{point['chunk_bytes'] // 1024}K/{point['comm_ctas']}")
 
 
-def _evaluation_tables(ev: dict) -> list:
+def evaluation_tables(ev: dict) -> list:
+    """Build stats per kernel and timings per shape of an evaluation (as ``model_dump(mode="json")``)."""
+    return [t for t in (build_table(ev), timings_table(ev)) if t is not None]
+
+
+def build_table(ev: dict):
     from rich.table import Table
 
-    tables = []
-    if ev.get("build"):
-        b = ev["build"]
-        t = Table(title=f"build {b['arch']} ({b['comm_backend']}){' cached' if b['cached'] else ''}")
-        for col in ("kernel", "registers", "smem B", "stack B", "spills"):
-            t.add_column(col)
-        for k in b["kernels"]:
-            t.add_row(k["name"], str(k["registers"]), str(k["smem_bytes"]), str(k["stack_bytes"]),
-                      str(k["spill_stores"] + k["spill_loads"]))
-        tables.append(t)
-    if ev["timings"]:
-        t = Table(title="timings per shape", caption=SIMULATED_NOTE, caption_justify="left")
-        for col in ("shape", "world", "source", "time µs", "bound µs", "baseline µs", "SOL", "speedup"):
-            t.add_column(col)
-        for tm in ev["timings"]:
-            sol = tm["bound_seconds"] / tm["seconds"]
-            t.add_row(tm["shape"], str(tm["world"]), tm["source"], f"{tm['seconds'] * 1e6:.1f}",
-                      f"{tm['bound_seconds'] * 1e6:.1f}", f"{tm['baseline_seconds'] * 1e6:.1f}", f"{sol:.3f}",
-                      f"{tm['baseline_seconds'] / tm['seconds']:.3f}x")
-        tables.append(t)
-    return tables
+    b = ev.get("build")
+    if not b or not b["kernels"]:  # a failed build has no kernels to show
+        return None
+    t = Table(title=shown(f"build {b['arch']} ({b['comm_backend']}){' cached' if b['cached'] else ''}"))
+    for col in ("kernel", "registers", "smem B", "stack B", "spills", "MMA (SASS)"):
+        t.add_column(col)
+    for k in b["kernels"]:
+        t.add_row(shown(k["name"]), str(k["registers"]), str(k["smem_bytes"]), str(k["stack_bytes"]),
+                  str(k["spill_stores"] + k["spill_loads"]), "-" if k.get("mma") is None else str(k["mma"]))
+    return t
+
+
+def timings_table(ev: dict):
+    from rich.table import Table
+
+    if not ev["timings"]:
+        return None
+    simulated = any(tm["source"] == "simulated" for tm in ev["timings"])
+    t = Table(title="timings per shape", caption=SIMULATED_NOTE if simulated else None, caption_justify="left")
+    for col in ("shape", "world", "source", "time µs", "bound µs", "baseline µs", "SOL", "speedup"):
+        t.add_column(col)
+    for tm in ev["timings"]:
+        sol = tm["bound_seconds"] / tm["seconds"] if tm["seconds"] > 0 else 0.0
+        speedup = tm["baseline_seconds"] / tm["seconds"] if tm["seconds"] > 0 else 0.0
+        t.add_row(shown(tm["shape"]), str(tm["world"]), shown(tm["source"]), f"{tm['seconds'] * 1e6:.1f}",
+                  f"{tm['bound_seconds'] * 1e6:.1f}", f"{tm['baseline_seconds'] * 1e6:.1f}", f"{sol:.3f}",
+                  f"{speedup:.3f}x")
+    return t
 
 
 # --- LLM calls and usage (`cuco show`, `cuco llm`) ---------------------------------------------
@@ -176,7 +220,7 @@ def llm_call_row(call: LLMCall, with_prompts: bool = False) -> dict[str, Any]:
 def llm_calls_table(rows: list[dict[str, Any]], title: str):
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left")
+    table = Table(title=shown(title), title_justify="left")
     right = {"justify": "right", "no_wrap": True}
     for col, kw in (("#", right), ("when (UTC)", {"no_wrap": True}), ("purpose", {}), ("candidate", {"no_wrap": True}),
                     ("model", {"overflow": "fold"}), ("prompt chars", right), ("tokens in", right),
@@ -184,10 +228,10 @@ def llm_calls_table(rows: list[dict[str, Any]], title: str):
                     ("error", {"overflow": "fold"})):
         table.add_column(col, **kw)
     for i, r in enumerate(rows, 1):
-        table.add_row(str(i), str(r["created_at"])[11:19], _escape(r["purpose"]), r["candidate_id"] or "-",
-                      _escape(r["label"]), str(r["prompt_chars"]), str(r["tokens_in"]), str(r["tokens_out"]),
+        table.add_row(str(i), shown(str(r["created_at"])[11:19]), shown(r["purpose"]), shown(r["candidate_id"] or "-"),
+                      shown(r["label"]), str(r["prompt_chars"]), str(r["tokens_in"]), str(r["tokens_out"]),
                       f"{r['cost_usd']:.4f}", f"{r['latency_s']:.2f}", str(r["retries"]),
-                      f"[red]{_escape(r['error'])}[/]" if r["error"] else "-")
+                      shown(r["error"], "red") if r["error"] else "-")
     return table
 
 
@@ -197,12 +241,15 @@ def llm_usage_tables(usage: dict[str, Any], title: str) -> list:
 
     out = []
     for key, groups in (("model", usage["by_model"]), ("purpose", usage["by_purpose"])):
-        table = Table(title=f"{title}: by {key}" if key == "model" else None, title_justify="left")
+        table = Table(title=shown(f"{title}: by {key}") if key == "model" else None, title_justify="left")
         table.add_column(key, overflow="fold")
         for col in ("calls", "failed", "retries", "tokens in", "tokens out", "max prompt chars", "cost $", "latency s"):
             table.add_column(col, justify="right", no_wrap=True)
-        for name, g in list(groups.items()) + ([("[bold]total", usage)] if key == "model" else []):
-            table.add_row(name if name == "[bold]total" else _escape(name), str(g["calls"]),
+        rows = [(shown(name), g) for name, g in groups.items()]
+        if key == "model":
+            rows.append((shown("total", "bold"), usage))
+        for name, g in rows:
+            table.add_row(name, str(g["calls"]),
                           f"[red]{g['failed']}[/]" if g["failed"] else "0", str(g["retries"]), str(g["tokens_in"]),
                           str(g["tokens_out"]), str(g["max_prompt_chars"]), f"{g['cost_usd']:.4f}",
                           f"{g['latency_s']:.1f}")
@@ -211,18 +258,17 @@ def llm_usage_tables(usage: dict[str, Any], title: str) -> list:
 
 
 def prompt_panels(rows: list[dict[str, Any]]) -> list:
-    """Prompt and response of each call that carries them, as plain text (never rich markup)."""
+    """Prompt and response of each call that carries them, as data (never rich markup)."""
     from rich.panel import Panel
-    from rich.text import Text
 
     out = []
     for i, r in enumerate(rows, 1):
         if "prompt" not in r:
             continue
         head = f"#{i} {r['purpose']} {r['label']} ({r['id']})"
-        out.append(Panel(Text(r["prompt"]), title=Text(f"{head}: prompt"), title_align="left"))
+        out.append(Panel(shown(r["prompt"]), title=shown(f"{head}: prompt"), title_align="left"))
         reply = r["response"] or f"(no response: {r['error'] or 'empty'})"
-        out.append(Panel(Text(reply), title=Text(f"{head}: response"), title_align="left"))
+        out.append(Panel(shown(reply), title=shown(f"{head}: response"), title_align="left"))
     return out
 
 

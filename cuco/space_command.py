@@ -7,12 +7,14 @@ from pathlib import Path
 from typing import Any, Optional
 
 from cuco.report import to_json
+from cuco.shown_text import line, shown
 from cuco.space_report import point_report, space_report
 from cuco.spec_loader import load_spec
 from design_space import get_pattern, get_profile
 
 SIMULATED_TIMES = ("every time here is SIMULATED: an analytic-model estimate (roofline + alpha-beta collectives, "
-                   "REFERENCE s.3), not a measurement")
+                   "design_space/model.py, docs/model.md) for code with the templates' features (tensor-core "
+                   "tile), not a measurement")
 _NUMERIC = {"chunk_bytes": "bytes per transfer chunk (and per signal); keys write KiB",
             "comm_ctas": "CTAs (one SM each) given to communication; each SM taken stretches compute by "
                          "N_SM / (N_SM - s)"}
@@ -40,13 +42,12 @@ def run_space(spec_path: Path, *, hardware: Optional[str], world: Optional[int],
 
 
 def space_renderables(r: dict[str, Any]) -> list:
-    from rich.text import Text
-
-    head = Text.assemble(("cuco space ", "bold"), f"{r['spec']} ({r['pattern']}) on {r['hardware']}, "
-                         f"world {r['world']}, {r['dtype']}")
-    out: list = [head, Text(r["description"], style="dim")]
+    # the spec's name, description and shape names are the spec author's text: shown as data
+    head = line(("cuco space ", "bold"), f"{r['spec']} ({r['pattern']}) on {r['hardware']}, "
+                f"world {r['world']}, {r['dtype']}")
+    out: list = [head, shown(r["description"], "dim")]
     if r["restrictions"]:
-        out.append(Text(f"spec restrictions: {r['restrictions']}", style="dim"))
+        out.append(shown(f"spec restrictions: {r['restrictions']}", "dim"))
     out += [_dimensions_table(r), _rules_table(r)]
     out.append(_exclusions(r))
     out.append(_valid_line(r))
@@ -127,15 +128,15 @@ def _bounds_table(r: dict[str, Any]):
               caption=SIMULATED_TIMES, caption_justify="left")
     right = {"justify": "right", "no_wrap": True}
     for col, kw in (("shape", {"no_wrap": True}), ("T_comp", right), ("T_comm", right),
-                    ("bound", right), ("host-driven\nbaseline", right), ("overlap\ngain <=", right),
-                    ("best valid\npoint", right), ("its\nspeedup", right)):
+                    ("bound", right), ("host-driven\nbaseline", right), ("speedup\nceiling", right),
+                    ("best valid point\non this shape", right), ("its\nspeedup", right)):
         t.add_column(col, **kw)
     for s in r["shapes"]:
         dims = " ".join(f"{k}={v}" for k, v in s["dims"].items())
         bound = f"{s['bound_us']:.1f} {'comp' if s['bound_by'] == 'compute' else 'comm'}"
-        t.add_row(f"{s['shape']}\n[dim]{dims}[/]", f"{s['t_comp_us']:.1f}", f"{s['t_comm_us']:.1f}", bound, f"{s['baseline_us']:.1f}",
-                  f"{s['best_overlap_gain']:.2f}x", _fmt(s["best_simulated_us"]),
-                  _fmt(s["best_speedup"], 3, "x"))
+        t.add_row(line(f"{s['shape']}\n", (dims, "dim")), f"{s['t_comp_us']:.1f}", f"{s['t_comm_us']:.1f}", bound, f"{s['baseline_us']:.1f}",
+                  f"{s['ceiling']:.3g}x", shown(s["best_point"] or "-"), f"{s['best_speedup']:.3g}x"
+                  if s["best_speedup"] else "-")
     return t
 
 
@@ -143,14 +144,15 @@ def _top_table(r: dict[str, Any]):
     from rich.table import Table
 
     top = r["top"]
-    t = Table(title=f"best {len(top['points'])} points by simulated time on {top['shape']}", title_justify="left",
-              caption=SIMULATED_TIMES, caption_justify="left")
+    t = Table(title=shown(f"best {len(top['points'])} points by score (geomean speedup over the spec's shapes)"),
+              title_justify="left", caption=SIMULATED_TIMES, caption_justify="left")
     right = {"justify": "right", "no_wrap": True}
-    for col, kw in (("#", right), ("design point", {"no_wrap": True}), ("simulated µs", right),
-                    ("speedup vs baseline", right), ("SOL", right)):
+    for col, kw in (("#", right), ("design point", {"no_wrap": True}), ("score", right), ("SOL\ngeomean", right),
+                    (shown(f"µs on\n{top['shape']}"), right), ("its\nspeedup", right), ("its\nSOL", right)):
         t.add_column(col, **kw)
     for p in top["points"]:
-        t.add_row(str(p["rank"]), p["point"], f"{p['simulated_us']:.1f}", f"{p['speedup']:.3f}x", f"{p['sol']:.3f}")
+        t.add_row(str(p["rank"]), p["point"], f"{p['score']:.3g}x", f"{p['sol']:.3g}", f"{p['simulated_us']:.1f}",
+                  f"{p['speedup']:.3g}x", f"{p['shape_sol']:.3g}")
     return t
 
 
@@ -165,8 +167,8 @@ def _print_point(r: dict[str, Any], console) -> None:
                     ("baseline µs", right), ("speedup", right), ("SOL", right)):
         t.add_column(col, **kw)
     for s in r["shapes"]:
-        t.add_row(s["shape"], f"{s['simulated_us']:.1f}", f"{s['bound_us']:.1f}", f"{s['baseline_us']:.1f}",
-                  f"{s['speedup']:.3f}x", f"{s['sol']:.3f}")
+        t.add_row(shown(s["shape"]), f"{s['simulated_us']:.1f}", f"{s['bound_us']:.1f}", f"{s['baseline_us']:.1f}",
+                  f"{s['speedup']:.3g}x", f"{s['sol']:.3g}")
     console.print(t)
 
 

@@ -1,7 +1,9 @@
 """The design space of one spec on one hardware profile, as plain data: dimensions with their
 docs, what each validity rule and the family's exclusions remove, the valid points, the physical
-bound per shape and the best points by simulated time. ``cuco space`` renders it; ``--json``
-prints it as is. Every time here is an analytic-model estimate: labelled ``simulated``."""
+bound per shape and the best points by their score. ``cuco space`` renders it; ``--json`` prints
+it as is. Every time here is an analytic-model estimate, labelled ``simulated``, for code with the
+templates' features (a tensor-core tile candidate: ``ASSUMED``); the score is the one every cuco
+figure uses (design_space.figures: the geometric mean over the spec's shapes of the speedup)."""
 
 from __future__ import annotations
 
@@ -12,9 +14,12 @@ from design_space import (
     CHUNK_BYTES, COMM_CTAS, DIMENSION_DOCS, DIMENSIONS, RULES, Backend, DesignPoint, DesignPointError,
     Estimate, HardwareProfile, KernelSpec, Pattern, SpecError, dimension_values, estimate, valid_points, violations,
 )
-from design_space.model import simulate
+from design_space.code_features import TENSOR_CORE_TYPICAL
+from design_space.figures import geomean
+from design_space.model import shape_model
 
 SIMULATED = "simulated"
+ASSUMED = TENSOR_CORE_TYPICAL  # what the templates' code earns; an evaluated candidate uses its own
 # The baseline's figures do not depend on the point; this one breaks no rule on any profile.
 _REFERENCE_POINT = dict(backend="host_nccl", placement="sequential", sync_scope="global_barrier", issuer="cta",
                         chunk_bytes=1 << 16, comm_ctas=1)
@@ -151,18 +156,16 @@ def _baseline_point() -> DesignPoint:
 
 def ranked(spec: KernelSpec, pattern: Pattern, hw: HardwareProfile, world: int, case,
            valid: list[DesignPoint]) -> tuple[Estimate, list[tuple[float, str]]]:
-    """The shape's bound and baseline, and every valid point's (simulated seconds, key), fastest
-    first. Each point is simulated once: the bound and baseline do not depend on it."""
-    cost = pattern.cost(case.dims, world, spec.dtype)
-    dtype = spec.dtype.value
-    base = estimate(cost, _baseline_point(), world, hw, dtype)
-    return base, sorted((simulate(cost, p, world, hw, dtype), p.key()) for p in valid)
+    """The shape's bound, baseline and ceiling, and every valid point's (simulated seconds, key),
+    fastest first. Each point is simulated once: the bound and baseline do not depend on it."""
+    model = shape_model(pattern.cost(case.dims, world, spec.dtype), world, hw, spec.dtype.value, ASSUMED)
+    return model.estimate(_baseline_point()), sorted((model.simulate(p), p.key()) for p in valid)
 
 
 def shape_bounds(spec: KernelSpec, pattern: Pattern, hw: HardwareProfile, world: int,
                  valid: list[DesignPoint]) -> list[dict[str, Any]]:
-    """Per shape: T_comp, T_comm, the bound, the host-driven baseline, the most overlap can win,
-    and the best valid point by simulated time."""
+    """Per shape: T_comp, T_comm, the bound, the host-driven baseline, the ceiling no candidate's
+    speedup may pass, and the best valid point on this shape alone."""
     rows = []
     for case in spec.shapes:
         est, order = ranked(spec, pattern, hw, world, case, valid)
@@ -171,12 +174,16 @@ def shape_bounds(spec: KernelSpec, pattern: Pattern, hw: HardwareProfile, world:
             "shape": case.name, "dims": dict(case.dims),
             "t_comp_us": _us(est.t_comp), "t_comm_us": _us(est.t_comm), "bound_us": _us(est.bound),
             "bound_by": "compute" if est.t_comp >= est.t_comm else "communication",
-            "baseline_us": _us(est.baseline), "best_overlap_gain": round(est.best_gain, 3),
+            "baseline_us": _us(est.baseline), "ceiling": _sig(est.ceiling),
             "best_point": best,
             "best_simulated_us": _us(best_t) if best_t else None,
-            "best_speedup": round(est.baseline / best_t, 3) if best_t else None,
+            "best_speedup": _sig(est.baseline / best_t) if best_t else None,
         })
     return rows
+
+
+def _sig(x: Optional[float]) -> Optional[float]:
+    return None if x is None else float(f"{x:.4g}")
 
 
 def point_timings(spec: KernelSpec, pattern: Pattern, hw: HardwareProfile, world: int,
@@ -184,18 +191,31 @@ def point_timings(spec: KernelSpec, pattern: Pattern, hw: HardwareProfile, world
     """``point``'s simulated time per shape with the bound and baseline it is scored against."""
     rows = []
     for case in spec.shapes:
-        est = estimate(pattern.cost(case.dims, world, spec.dtype), point, world, hw, spec.dtype.value)
+        est = estimate(pattern.cost(case.dims, world, spec.dtype), point, world, hw, spec.dtype.value, features=ASSUMED)
         rows.append({"shape": case.name, "simulated_us": _us(est.simulated), "bound_us": _us(est.bound),
-                     "baseline_us": _us(est.baseline), "speedup": round(est.baseline / est.simulated, 3),
-                     "sol": round(est.bound / est.simulated, 3)})
+                     "baseline_us": _us(est.baseline), "speedup": _sig(est.baseline / est.simulated),
+                     "sol": _sig(est.bound / est.simulated)})
     return rows
 
 
 def top_points(spec: KernelSpec, pattern: Pattern, hw: HardwareProfile, world: int, shape,
                valid: list[DesignPoint], k: int) -> list[dict[str, Any]]:
-    est, order = ranked(spec, pattern, hw, world, shape, valid)
-    return [{"rank": i, "point": key, "simulated_us": _us(t), "speedup": round(est.baseline / t, 3),
-             "sol": round(est.bound / t, 3)} for i, (t, key) in enumerate(order[:k], 1)]
+    """The ``k`` best points by score (geometric mean over the spec's shapes of the speedup), with
+    the headline ``shape``'s time, speedup and SOL beside it."""
+    models = {c.name: shape_model(pattern.cost(c.dims, world, spec.dtype), world, hw, spec.dtype.value, ASSUMED)
+              for c in spec.shapes}
+    bases = {name: m.estimate(_baseline_point()) for name, m in models.items()}
+    scored = []
+    for p in valid:
+        times = {name: m.simulate(p) for name, m in models.items()}
+        score = geomean([bases[n].baseline / t for n, t in times.items() if t > 0])
+        sol = geomean([bases[n].bound / t for n, t in times.items() if t > 0])
+        scored.append((-(score or 0.0), p.key(), score, sol, times[shape.name]))
+    scored.sort()
+    head = bases[shape.name]
+    return [{"rank": i, "point": key, "score": _sig(score), "sol": _sig(sol), "shape": shape.name,
+             "simulated_us": _us(t), "speedup": _sig(head.baseline / t), "shape_sol": _sig(head.bound / t)}
+            for i, (_, key, score, sol, t) in enumerate(scored[:k], 1)]
 
 
 def space_report(spec: KernelSpec, pattern: Pattern, hw: HardwareProfile, world: int,
@@ -212,6 +232,7 @@ def space_report(spec: KernelSpec, pattern: Pattern, hw: HardwareProfile, world:
     return {
         "spec": spec.name, "pattern": pattern.name, "description": pattern.description,
         "hardware": hw.name, "world": world, "dtype": spec.dtype.value, "timing_source": SIMULATED,
+        "compute_assumption": ASSUMED.source,
         "restrictions": {k: list(v) for k, v in spec.restrictions.items()},
         "dimensions": dimensions(pattern, values),
         "product": product,

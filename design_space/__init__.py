@@ -4,7 +4,7 @@ Importing this package registers the built-in hardware profiles, rules, patterns
 template families.
 """
 
-from design_space import templates as _templates  # noqa: F401  (registers built-in patterns)
+from design_space import families as _families  # noqa: F401  (registers the built-in patterns)
 from design_space.candidate import Candidate, Origin, OriginKind, content_hash
 from design_space.dimensions import CHUNK_BYTES, COMM_CTAS, DIMENSION_DOCS, Backend, Issuer, Placement, SyncScope
 from design_space.errors import (
@@ -17,7 +17,7 @@ from design_space.evaluation import (
 from design_space.llm import LLMCall
 from design_space.hardware import HardwareProfile, get_profile, profile_names, register_profile
 from design_space.model import Estimate, WorkloadCost, estimate
-from design_space.patterns import Pattern, get_pattern, pattern_names, register_pattern
+from design_space.patterns import Pattern, get_pattern, pattern_names, register_pattern, register_renderer
 from design_space.point import DIMENSIONS, DesignPoint
 from design_space.rules import RULES, Rule, register_rule, violations
 from design_space.run import RunInfo, RunStatus
@@ -31,6 +31,7 @@ __all__ = [
     "Provenance", "ProposerError", "RULES", "RankCheck", "Rule", "RunInfo", "RunStatus", "ShapeCase", "SpecError",
     "Stage", "Status", "StoreError", "SyncScope", "Tier", "Timing", "TimingSource", "ToolchainError", "Tolerance",
     "WorkloadCost", "content_hash", "dimension_values", "estimate", "get_pattern", "get_profile", "is_valid",
-    "neighbours", "pattern_names", "profile_names", "register_pattern", "register_profile", "register_rule",
+    "neighbours", "pattern_names", "profile_names", "register_pattern", "register_profile", "register_renderer",
+    "register_rule",
     "trim_log", "valid_points", "violations",
 ]

@@ -8,7 +8,7 @@ import uuid
 from enum import Enum
 from typing import Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from design_space.point import DesignPoint
 
@@ -33,10 +33,13 @@ class Origin(BaseModel):
         return "/".join(x for x in (self.kind.value, self.model, self.patch_type) if x)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def content_hash(source: str) -> str:
     """Hash of the source with whitespace runs collapsed, so reformatting is not novelty."""
     norm = re.sub(r"\s+", " ", source).strip()
-    return hashlib.sha256(norm.encode()).hexdigest()
+    return hashlib.sha256(norm.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def new_candidate_id() -> str:
@@ -53,6 +56,13 @@ class Candidate(BaseModel):
     origin: Origin
     source: str
     point: Optional[DesignPoint] = None  # the point the code declares it implements
+
+    @field_validator("source")
+    @classmethod
+    def _text(cls, source: str) -> str:
+        # An unpaired surrogate (e.g. a "\ud800" escape in an LLM's JSON reply) cannot be stored,
+        # hashed or compiled: it becomes U+FFFD, and the build decides what the source is worth.
+        return _SURROGATE.sub("\ufffd", source)
 
     @property
     def content_hash(self) -> str:

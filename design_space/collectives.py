@@ -1,7 +1,7 @@
 """Communication times per collective, backend and topology: the alpha-beta half of the model.
 
-Bytes (REFERENCE section 3; S = the full tensor for AllGather / ReduceScatter / AllReduce, the
-bytes each rank sends for AllToAll, the bytes moved for p2p):
+Bytes (S = the full tensor for AllGather / ReduceScatter / AllReduce, the bytes each rank sends
+for AllToAll, the bytes moved for p2p; derivations in docs/model.md):
 
 - AllGather, ReduceScatter: (n-1)/n S through each GPU's link; AllReduce 2(n-1)/n S (ring or
   two-shot), (n+1)/n S with multimem (the switch reads each GPU's whole buffer, S, and the
@@ -12,9 +12,18 @@ bytes each rank sends for AllToAll, the bytes moved for p2p):
   (n-1)/(n g) S per NIC; a flat design whose every peer sits behind the NIC (gin) pushes
   (n-1)/n S through one NIC.
 
+Every design pays the same per byte and per hop, whoever initiates the transfer:
+
+- one practice efficiency per medium: ``hw.link_efficiency`` on the GPU links (NCCL, SM stores
+  and copy engines alike), ``MULTIMEM_EFFICIENCY`` for traffic through NVLink SHARP (NCCL's NVLS
+  and the multimem backend alike), ``NET_EFFICIENCY`` on a NIC (NCCL and GIN alike);
+- latency: alpha per dependent hop. NCCL's time is the fastest of the algorithms the hardware
+  offers (ring, NVLS, tree, direct sends), each with its own bytes and hop count; a device
+  protocol pays the hops it needs (a put + signal is one hop per round; an AllReduce has two
+  rounds, reduce then broadcast; ring attention one round per step).
+
 Time = the busiest resource's bytes over its bandwidth (links and NICs work concurrently) plus
-latency: alpha per dependent round for direct/one-shot designs, (n-1) alpha for rings, the
-network's alpha once a round crosses nodes. Every figure here is a model estimate.
+latency. Every figure here is a model estimate; docs/model.md cites each constant.
 """
 
 from __future__ import annotations
@@ -28,16 +37,13 @@ from design_space.hardware import Fabric, HardwareProfile, ranks_per_node
 COLLECTIVES: tuple[str, ...] = ("allgather", "reducescatter", "allreduce", "alltoall", "p2p")
 RINGS = ("allgather", "reducescatter", "allreduce")  # collectives NCCL runs as rings
 
-# Practice shares of a link's peak (REFERENCE s.3: collectives reach ~65-75% of the ideal).
-NCCL_LINK_EFFICIENCY = 0.70
-NCCL_NET_EFFICIENCY = 0.80  # estimate: NCCL bus bandwidth over IB/RoCE, large messages
-DEVICE_LINK_EFFICIENCY = 0.85  # well-formed SM-driven peer stores
-COPY_ENGINE_LINK_EFFICIENCY = 0.75  # DMA peer copies run below SM pushes on NVLink in practice
-GIN_NET_EFFICIENCY = 0.85  # estimate: one-sided RDMA writes, no host proxy on the data path
-SIGNAL_COST_S = 0.4e-6  # fence + remote signal store, per chunk and issuer
+# NVLS AllReduce on 8 H100: algbw ~275 GB/s (nccl-tests), i.e. 275 * 9/8 of 450 GB/s on the link.
+MULTIMEM_EFFICIENCY = 275e9 * 9 / 8 / 450e9
+NET_EFFICIENCY = 0.94  # NCCL over NDR 400 Gb/s: 46-48 of 50 GB/s per NIC (docs/model.md)
+SIGNAL_COST_S = 0.4e-6  # estimate: fence + remote signal store, per chunk and issuer
 GIN_ISSUE_S = 0.5e-6  # estimate: one thread posts one GIN put (descriptor + doorbell)
 CE_SETUP_S = 1.0e-6  # estimate: DMA descriptor setup per copy, serial on an engine
-CE_ENGINES = 2  # copy engines a rank's peer copies spread over
+CE_ENGINES = 2  # estimate: copy engines a rank's peer copies spread over
 ISSUER_BW_FACTOR = {Issuer.CTA: 1.0, Issuer.WARP: 1.0, Issuer.THREAD: 0.35, Issuer.COPY_ENGINE: 1.0}
 ISSUERS_PER_CTA = {Issuer.CTA: 1, Issuer.WARP: 8, Issuer.THREAD: 256, Issuer.COPY_ENGINE: 1}
 
@@ -59,6 +65,17 @@ class CommTime:
     sm_busy: float
 
 
+@dataclass(frozen=True)
+class Algorithm:
+    """One way to run a collective: its traffic, the efficiency of the links it uses, its hops."""
+
+    name: str
+    traffic: Traffic
+    intra_efficiency: float
+    intra_hops: float
+    net_hops: float = 0.0
+
+
 def comm_factor(collective: str, n: int) -> float:
     """Bytes over the busiest link as a fraction of S (flat ring or direct algorithm)."""
     if n <= 1:
@@ -78,6 +95,11 @@ def multimem_factor(collective: str, n: int) -> float:
     return min(flat, (n + 1) / n) if collective == "allreduce" and n > 1 else flat
 
 
+def rounds(collective: str) -> int:
+    """Dependent hops of a one-round protocol: AllReduce reduces then broadcasts, the rest move once."""
+    return 2 if collective == "allreduce" else 1
+
+
 def hierarchical_traffic(collective: str, s: float, n: int, g: int, multimem: bool) -> Traffic:
     """The least traffic any node-aware design can get away with (the bound's)."""
     if n <= 1:
@@ -85,21 +107,16 @@ def hierarchical_traffic(collective: str, s: float, n: int, g: int, multimem: bo
     remote = (n - g) / n  # share of the ranks on other nodes
     intra_factor = multimem_factor if multimem else comm_factor
     if collective in ("allgather", "reducescatter", "allreduce"):
-        rounds = 2 if collective == "allreduce" else 1
-        return Traffic(intra_factor(collective, g) * s, rounds * remote * s / g)
+        return Traffic(intra_factor(collective, g) * s, rounds(collective) * remote * s / g)
     if collective == "alltoall":
         return Traffic((g - 1) / n * s, remote * s)
     return Traffic(0.0, s) if g < n else Traffic(s, 0.0)  # p2p: across nodes once any peer is remote
 
 
-def nccl_traffic(collective: str, s: float, n: int, g: int, multimem: bool) -> Traffic:
-    """NCCL's rings over all n ranks, one ring per NIC rail; NVLS for a single node's AllReduce."""
-    if collective not in RINGS:
-        return hierarchical_traffic(collective, s, n, g, multimem)
-    if g == n:
-        return Traffic((multimem_factor if multimem else comm_factor)(collective, n) * s, 0.0)
+def ring_traffic(collective: str, s: float, n: int, g: int) -> Traffic:
+    """NCCL's ring over all n ranks, one ring per NIC rail."""
     moved = comm_factor(collective, n) * s
-    return Traffic(moved, moved / g)
+    return Traffic(moved, moved / g if g < n else 0.0)
 
 
 def intra_bandwidth(hw: HardwareProfile, g: int, collective: str) -> float:
@@ -126,8 +143,13 @@ def _nvls(hw: HardwareProfile) -> bool:
     return hw.multimem and hw.nvswitch
 
 
+def _net_alpha(hw: HardwareProfile) -> float:
+    return hw.network.alpha_s if hw.network else hw.link_alpha_s
+
+
 def ideal_time(collective: str, s: float, steps: int, n: int, hw: HardwareProfile) -> float:
-    """The ideal over every backend the hardware allows: no legal design communicates faster."""
+    """The ideal over every backend the hardware allows at full line rate: no legal design
+    communicates faster (one hop per step, the least traffic, 100% of every link)."""
     if n <= 1:
         return 0.0
     nodes, g = ranks_per_node(n, hw)
@@ -142,37 +164,96 @@ def ideal_time(collective: str, s: float, steps: int, n: int, hw: HardwareProfil
 
 
 def ring_hops(collective: str, n: int) -> int:
-    """Latency terms of one NCCL call: n-1 ring steps (twice for AllReduce), one for direct sends."""
+    """Latency terms of one ring call: n-1 steps (twice for AllReduce), one for direct sends."""
     if collective not in RINGS:
         return 1
-    return (2 if collective == "allreduce" else 1) * (n - 1)
+    return rounds(collective) * (n - 1)
+
+
+def nccl_algorithms(collective: str, s: float, n: int, hw: HardwareProfile) -> list[Algorithm]:
+    """The algorithms NCCL can run for this collective on this topology (docs/model.md)."""
+    nodes, g = ranks_per_node(n, hw)
+    eff = hw.link_efficiency
+    if collective not in RINGS:  # grouped sends/receives straight to each peer
+        return [Algorithm("direct", hierarchical_traffic(collective, s, n, g, False), eff,
+                          0.0 if nodes > 1 else 1.0, 1.0 if nodes > 1 else 0.0)]
+    inter = rounds(collective) * (nodes - 1)
+    algos = [Algorithm("ring", ring_traffic(collective, s, n, g), eff, ring_hops(collective, n) - inter, inter)]
+    if _nvls(hw) and nodes == 1:
+        algos.append(Algorithm("nvls", Traffic(multimem_factor(collective, n) * s, 0.0), MULTIMEM_EFFICIENCY,
+                               rounds(collective)))
+    if collective == "allreduce" and nodes > 1:  # double binary trees across nodes, chains inside
+        up_down = 2 * math.ceil(math.log2(nodes))
+        algos.append(Algorithm("tree", ring_traffic(collective, s, n, g), eff, 2 * (g - 1), up_down))
+        if _nvls(hw):  # NVLS inside each node, trees across
+            algos.append(Algorithm("nvls_tree", hierarchical_traffic(collective, s, n, g, True), MULTIMEM_EFFICIENCY,
+                                   rounds(collective), up_down))
+    return algos
 
 
 def nccl_time(collective: str, s: float, steps: int, n: int, hw: HardwareProfile, calls: int = 1) -> float:
-    """Host-launched NCCL: ``calls`` launches (chunks) of the collective, ``steps`` dependent rounds."""
+    """Host-launched NCCL: ``calls`` launches (chunks) of the collective, ``steps`` dependent rounds,
+    over the fastest algorithm NCCL has for it (every call of a chunked pipeline picks the same)."""
     if n <= 1:
         return 0.0
+    repeats = calls * steps
+    best = min(_algorithm_total(a, collective, n, hw, repeats) for a in nccl_algorithms(collective, s, n, hw))
+    return best + (repeats - 1) * hw.launch_s
+
+
+def _algorithm_total(algo: Algorithm, collective: str, n: int, hw: HardwareProfile, repeats: int) -> float:
+    _, g = ranks_per_node(n, hw)
+    t = _transfer(algo.traffic, intra_bandwidth(hw, g, collective) * algo.intra_efficiency,
+                  hw.nic_bytes_per_s() * NET_EFFICIENCY)
+    return t + repeats * (algo.intra_hops * hw.link_alpha_s + algo.net_hops * _net_alpha(hw))
+
+
+def nccl_choice(collective: str, s: float, steps: int, n: int, hw: HardwareProfile) -> str:
+    """The algorithm ``nccl_time`` picks (for reports)."""
+    if n <= 1:
+        return "none"
+    algos = nccl_algorithms(collective, s, n, hw)
+    return min(algos, key=lambda a: _algorithm_total(a, collective, n, hw, steps)).name
+
+
+def practical_time(collective: str, s: float, steps: int, n: int, hw: HardwareProfile) -> float:
+    """The fastest communication any design reaches at practice efficiency, launches aside: NCCL's
+    best algorithm or a one-round device protocol (direct puts, or multimem where the switch has
+    it). No simulated design communicates faster; the speedup ceiling is built on it."""
+    if n <= 1:
+        return 0.0
+    best = min(_algorithm_total(a, collective, n, hw, steps) for a in nccl_algorithms(collective, s, n, hw))
     nodes, g = ranks_per_node(n, hw)
-    tr = nccl_traffic(collective, s, n, g, _nvls(hw))
-    t = _transfer(tr, intra_bandwidth(hw, g, collective) * NCCL_LINK_EFFICIENCY,
-                  hw.nic_bytes_per_s() * NCCL_NET_EFFICIENCY)
-    alpha = hw.network.alpha_s if nodes > 1 else hw.link_alpha_s
-    rounds = calls * steps
-    return t + rounds * ring_hops(collective, n) * alpha + (rounds - 1) * hw.launch_s
+    hops = steps * rounds(collective)
+    # gin (or any backend across nodes) through the NIC; multimem_factor <= comm_factor covers every backend
+    best = min(best, multimem_factor(collective, n) * s / _net_bandwidth(hw) + hops * _net_alpha(hw))
+    if nodes == 1:
+        direct = intra_bandwidth(hw, g, collective) * hw.link_efficiency
+        best = min(best, comm_factor(collective, n) * s / direct + hops * hw.link_alpha_s)
+    if nodes == 1 and _nvls(hw):
+        mm = intra_bandwidth(hw, g, collective) * MULTIMEM_EFFICIENCY
+        best = min(best, multimem_factor(collective, n) * s / mm + hops * hw.link_alpha_s)
+    return best
+
+
+def _net_bandwidth(hw: HardwareProfile) -> float:
+    return (hw.nic_bytes_per_s() or hw.pcie_bytes_per_s) * NET_EFFICIENCY
 
 
 def _device_bandwidth(point, hw: HardwareProfile, g: int, collective: str, on_net: bool) -> float:
     if on_net:  # the NIC moves the bytes (gin; a peer backend across nodes is refused by the rules)
-        return (hw.nic_bytes_per_s() or hw.pcie_bytes_per_s) * GIN_NET_EFFICIENCY
+        return _net_bandwidth(hw)
     link = intra_bandwidth(hw, g, collective)
-    if point.backend is Backend.COPY_ENGINE:
-        measured = hw.copy_engine_bytes_per_s
-        return min(measured, link) if measured else link * COPY_ENGINE_LINK_EFFICIENCY
-    return link * DEVICE_LINK_EFFICIENCY
+    if point.backend is Backend.MULTIMEM:
+        return link * MULTIMEM_EFFICIENCY
+    if point.backend is Backend.COPY_ENGINE and hw.copy_engine_bytes_per_s:
+        return min(hw.copy_engine_bytes_per_s, link * hw.link_efficiency)
+    return link * hw.link_efficiency
 
 
 def device_time(collective: str, s: float, steps: int, n: int, hw: HardwareProfile, point) -> CommTime:
-    """Device-initiated communication of ``point`` (backend lsa, gin, multimem or copy_engine)."""
+    """Device-initiated communication of ``point`` (backend lsa, gin, multimem or copy_engine).
+    Its latency is one hop per round and step (a put + signal); barriers are the caller's."""
     if n <= 1:
         return CommTime(0.0, 1, 0.0)
     nodes, g = ranks_per_node(n, hw)
@@ -184,8 +265,7 @@ def device_time(collective: str, s: float, steps: int, n: int, hw: HardwareProfi
     if backend in (Backend.LSA, Backend.MULTIMEM):  # SMs move the bytes (multimem: SMs issue the switch ops)
         bw = min(bw, point.comm_ctas * hw.per_sm_copy_bytes_per_s * ISSUER_BW_FACTOR[point.issuer])
     issuers = point.comm_ctas * ISSUERS_PER_CTA[point.issuer]
-    alpha = (hw.network.alpha_s if hw.network else hw.link_alpha_s) if on_net else hw.link_alpha_s
-    latency = steps * alpha
+    latency = steps * rounds(collective) * (_net_alpha(hw) if on_net else hw.link_alpha_s)
     if backend is Backend.COPY_ENGINE:
         # no SMs; each chunk is a host-enqueued copy (one per peer at least) with its own DMA setup
         calls = max(chunks, n - 1)

@@ -7,11 +7,12 @@ and are never mixed within one evaluation.
 
 from __future__ import annotations
 
-import math
 from enum import Enum
 from typing import Optional
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from design_space.code_features import CodeFeatures
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 LOG_LIMIT = 4000  # characters kept per evaluation log (head and tail)
@@ -55,6 +56,9 @@ class KernelStats(BaseModel):
     stack_bytes: int = 0
     spill_stores: int = 0
     spill_loads: int = 0
+    # read off the SASS (evaluator/sass.py) when a disassembler is installed; None: not read
+    mma: Optional[int] = None  # tensor-core MMA instructions
+    widest_global_bytes: Optional[int] = None  # widest global load/store (16 = 128-bit)
 
 
 class BuildStats(BaseModel):
@@ -131,6 +135,9 @@ def trim_log(text: str, limit: int = LOG_LIMIT) -> str:
     return f"{text[:half]}\n... [{len(text) - limit} characters trimmed] ...\n{text[-half:]}"
 
 
+REASON_CHARS = 500  # a reason is one line of at most this many characters
+
+
 class Evaluation(BaseModel):
     model_config = _FROZEN
 
@@ -145,6 +152,19 @@ class Evaluation(BaseModel):
     stage_seconds: dict[str, float] = {}
     logs: str = ""
     provenance: Provenance = Provenance()
+    # What the code was observed to do (emulator trace + build): the point it implements, the
+    # code features the score used, and the evidence (evaluator/observed_point.py).
+    observed_point: Optional[str] = None
+    observed: tuple[str, ...] = ()
+    features: Optional[CodeFeatures] = None
+
+    @field_validator("reason")
+    @classmethod
+    def _one_line(cls, reason: str) -> str:
+        # a reason may quote the candidate (a crash line it printed): it stays one bounded line,
+        # because reasons are shown in tables and fed to LLM prompts; the log keeps the rest
+        flat = " ".join(reason.split())
+        return flat if len(flat) <= REASON_CHARS else flat[:REASON_CHARS - 1] + "…"
 
     @property
     def timing_source(self) -> Optional[TimingSource]:
@@ -158,18 +178,17 @@ class Evaluation(BaseModel):
         worlds = sorted({c.world for c in self.checks if c.tier is tier})
         return tuple(w for w in worlds if all(c.ok for c in self.checks if c.tier is tier and c.world == w))
 
-    def _geomean(self, values: list[float]) -> Optional[float]:
-        vals = [v for v in values if v > 0]
-        return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else None
-
     @property
     def speedup(self) -> Optional[float]:
-        """Geometric mean over shapes of baseline / candidate time."""
-        return self._geomean([t.speedup for t in self.timings])
+        """The ranking score: design_space.figures' geometric mean over shapes of baseline / time."""
+        from design_space.figures import score  # noqa: PLC0415  (figures builds on this module)
+        return score(self.timings).speedup if self.timings else None
 
     @property
     def sol_fraction(self) -> Optional[float]:
-        return self._geomean([t.sol_fraction for t in self.timings])
+        """design_space.figures' geometric mean over shapes of bound / time."""
+        from design_space.figures import score  # noqa: PLC0415
+        return score(self.timings).sol if self.timings else None
 
     @property
     def fitness(self) -> Optional[float]:

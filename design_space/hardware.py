@@ -18,10 +18,10 @@ Profile names (case-insensitive; ``profile_names()`` lists the bases)::
 e.g. ``H100`` = one HGX H100 node of 8 GPUs; ``H100:2x8:ib400`` = 2 such nodes, 400 Gb/s
 InfiniBand per GPU; ``A100:4x8:roce200`` = the CUCo paper's A100 + RoCE setting at 4 nodes.
 
-Figures are vendor peak numbers (datasheets cited beside each profile; REFERENCE section 3 for
-A100/H100/H200). Link bandwidths are per GPU and per direction. Latencies (``alpha``) are
-typical measured orders of magnitude for one hop including the software issue; the model uses
-them only for latency terms and the rules never do.
+Figures are vendor peak numbers; link bandwidths are per GPU and per direction; latencies
+(``alpha``) are one hop including the software issue, used only for latency terms (the rules
+never use them). docs/model.md gives every figure's source (datasheet, NCCL's own tuning model,
+a published measurement, or an estimate with its reasoning).
 """
 
 from __future__ import annotations
@@ -71,8 +71,8 @@ def _link(name: str, kind: LinkKind, bytes_per_s: float, alpha_s: float) -> Inte
 
 # NVLink: links x per-link rate, one direction (A100: 12 x 25 GB/s; H100: 18 x 25 GB/s; B200: 18 x 50 GB/s;
 # the datasheets quote twice these as "bidirectional"). PCIe: x16 effective per direction after protocol
-# overhead (Gen4 ~25 of 31.5 GB/s raw, Gen5 ~50 of 63). Networks: line rate per GPU NIC; RDMA write latency
-# with GPUDirect is ~2-3 us on InfiniBand and ~1 us more on RoCE (lossless Ethernet, one more switch stage).
+# overhead (Gen4 ~25 of 31.5 GB/s raw, Gen5 ~50 of 63). Networks: line rate per GPU NIC. Hop latencies
+# (alpha) sit between the per-step latencies of NCCL's own tuning model for the same link (docs/model.md).
 INTERCONNECTS: dict[str, Interconnect] = {
     "nvlink3": _link("NVLink 3", LinkKind.NVLINK, 300e9, 1.5e-6),
     "nvlink4": _link("NVLink 4", LinkKind.NVLINK, 450e9, 1.5e-6),
@@ -98,6 +98,9 @@ class HardwareProfile(BaseModel):
     l2_bytes: int
     hbm_bytes_per_s: float = Field(gt=0)
     peak_flops: dict[str, float]  # dtype name -> dense FLOP/s (tensor cores where they apply)
+    # Non-tensor FP32 FMA rate of the CUDA cores (what scalar code runs at); 0 = peak_flops["fp32"] when
+    # listed, else 1/16 of the best listed peak (docs/model.md).
+    scalar_flops: float = Field(default=0.0, ge=0)
     link_bytes_per_s: float = Field(gt=0)  # intra-node GPU link (NVLink, or PCIe on a PCIe fabric), per GPU one way
     nvswitch: bool
     multimem: bool  # the chip has NVLink SHARP multicast (Hopper+); usable only through an NVSwitch
@@ -105,8 +108,11 @@ class HardwareProfile(BaseModel):
     link_alpha_s: float = 1.5e-6  # one hop / signal latency over the intra-node link
     launch_s: float = 3.0e-6  # host launch overhead per kernel (or memcpy) on a stream
     barrier_s: float = 3.0e-6  # device-side cross-rank barrier
-    per_sm_copy_bytes_per_s: float = 30e9  # one CTA's peer-store bandwidth
-    copy_engine_bytes_per_s: float = 0.0  # DMA peer copies; 0 = the model's practice share of the link
+    per_sm_copy_bytes_per_s: float = 30e9  # one CTA's peer-store bandwidth (built-ins: NCCL's per-channel cap)
+    # Share of the intra-node link's line rate any initiator (NCCL, SM stores, copy engines) reaches:
+    # nccl-tests busbw on DGX H100 (docs/model.md).
+    link_efficiency: float = Field(default=0.82, gt=0, le=1)
+    copy_engine_bytes_per_s: float = 0.0  # DMA peer copies; 0 = the link at link_efficiency, like any initiator
     link: str = "nvlink4"  # key of the intra-node interconnect in INTERCONNECTS (for display)
     fabric: Fabric = Fabric.NVSWITCH  # filled from ``nvswitch`` when not given
     pcie_bytes_per_s: float = Field(default=50e9, gt=0)  # host link: GPU <-> NIC, and non-NVLink peers
@@ -144,6 +150,12 @@ class HardwareProfile(BaseModel):
         kind = known.kind if known else (LinkKind.PCIE if self.fabric is Fabric.PCIE else LinkKind.NVLINK)
         return Interconnect(name=known.name if known else self.link, kind=kind,
                             bytes_per_s=self.link_bytes_per_s, alpha_s=self.link_alpha_s)
+
+    def cuda_core_flops(self) -> float:
+        """Non-tensor FP32 FMA rate (FLOP/s): what scalar code can reach at best."""
+        if self.scalar_flops:
+            return self.scalar_flops
+        return self.peak_flops.get("fp32") or max(self.peak_flops.values(), default=0.0) / 16
 
     def nic_bytes_per_s(self) -> float:
         """What one GPU can push through its NIC: the line rate, capped by the GPU's PCIe link."""
@@ -237,9 +249,11 @@ def _profile(**kw: Any) -> HardwareProfile:
 
 
 # A100 SXM4 80GB (NVIDIA A100 datasheet): 108 SMs, 40 MB L2, 2.04 TB/s HBM2e, 312 TFLOP/s dense bf16,
-# NVLink 3 600 GB/s bidirectional; DGX A100 has one 200 Gb/s HDR NIC per GPU and PCIe Gen4.
+# 19.5 TFLOP/s FP32 (CUDA cores), NVLink 3 600 GB/s bidirectional; DGX A100 has one 200 Gb/s HDR NIC per
+# GPU and PCIe Gen4. Link efficiency 0.78: NCCL's tuning model caps Ampere bus bandwidth at 235 of 300 GB/s.
 _A100 = dict(arch="sm_80", sms=108, l2_bytes=40 << 20, hbm_bytes_per_s=2.04e12,
-             peak_flops={"bf16": 312e12, "fp16": 312e12, "fp32": 19.5e12}, per_sm_copy_bytes_per_s=25e9,
+             peak_flops={"bf16": 312e12, "fp16": 312e12, "fp32": 19.5e12}, scalar_flops=19.5e12,
+             per_sm_copy_bytes_per_s=20e9, link_efficiency=0.78,
              multimem=False,  # NVLink SHARP arrives with Hopper + third-generation NVSwitch
              pcie_bytes_per_s=25e9, network="ib200")
 register_profile(_profile(name="A100", link="nvlink3", **_A100))
@@ -249,10 +263,12 @@ register_profile(_profile(name="A100-mesh", link="nvlink3", fabric=Fabric.MESH, 
 register_profile(_profile(name="A100-PCIe", link="pcie4", fabric=Fabric.PCIE,
                           **{**_A100, "hbm_bytes_per_s": 1.935e12}))
 
-# H100 SXM5 (NVIDIA H100 datasheet): 132 SMs, 50 MB L2, 3.35 TB/s HBM3, 989 TFLOP/s dense bf16, NVLink 4
-# 900 GB/s bidirectional; DGX H100 has one 400 Gb/s NDR NIC per GPU (ConnectX-7) and PCIe Gen5.
+# H100 SXM5 (NVIDIA H100 datasheet and Hopper whitepaper): 132 SMs, 50 MB L2, 3.35 TB/s HBM3, 989 TFLOP/s
+# dense bf16, 67 TFLOP/s FP32 (CUDA cores), NVLink 4 900 GB/s bidirectional; DGX H100 has one 400 Gb/s NDR
+# NIC per GPU (ConnectX-7) and PCIe Gen5. One CTA (an NCCL channel) pushes <= 36.7 GB/s (NCCL tuning model).
 _H100 = dict(arch="sm_90", sms=132, l2_bytes=50 << 20, hbm_bytes_per_s=3.35e12,
-             peak_flops={"bf16": 989e12, "fp16": 989e12, "fp32": 67e12}, multimem=True,
+             peak_flops={"bf16": 989e12, "fp16": 989e12, "fp32": 67e12}, scalar_flops=67e12,
+             per_sm_copy_bytes_per_s=36.7e9, multimem=True,
              pcie_bytes_per_s=50e9, network="ib400")
 H100 = _profile(name="H100", link="nvlink4", **_H100)
 register_profile(H100)
@@ -260,12 +276,14 @@ register_profile(H100)
 register_profile(_profile(name="H100-mesh", link="nvlink4", fabric=Fabric.MESH, gpus_per_node=4, **_H100))
 # H100 PCIe (datasheet): 114 SMs, 2.0 TB/s HBM2e, 756 TFLOP/s dense bf16, 51 TFLOP/s fp32, PCIe Gen5.
 register_profile(_profile(name="H100-PCIe", link="pcie5", fabric=Fabric.PCIE, **{
-    **_H100, "sms": 114, "hbm_bytes_per_s": 2.0e12, "peak_flops": {"bf16": 756e12, "fp16": 756e12, "fp32": 51e12}}))
+    **_H100, "sms": 114, "hbm_bytes_per_s": 2.0e12, "peak_flops": {"bf16": 756e12, "fp16": 756e12, "fp32": 51e12},
+    "scalar_flops": 51e12}))
 # H100 NVL (datasheet): 132 SMs, 3.9 TB/s HBM3, 835 TFLOP/s dense bf16, 60 TFLOP/s fp32; NVLink bridges
 # (600 GB/s bidirectional) join the cards in pairs, the rest of the node is PCIe Gen5.
 register_profile(_profile(name="H100-NVL", link="nvlink4-bridge", fabric=Fabric.PAIRS, **{
-    **_H100, "hbm_bytes_per_s": 3.9e12, "peak_flops": {"bf16": 835e12, "fp16": 835e12, "fp32": 60e12}}))
-# H200 SXM (datasheet): the H100's compute and NVLink with 4.8 TB/s HBM3e (REFERENCE: ~4.3 measured copy).
+    **_H100, "hbm_bytes_per_s": 3.9e12, "peak_flops": {"bf16": 835e12, "fp16": 835e12, "fp32": 60e12},
+    "scalar_flops": 60e12}))
+# H200 SXM (datasheet): the H100's compute and NVLink with 4.8 TB/s HBM3e.
 register_profile(H100.model_copy(update={"name": "H200", "hbm_bytes_per_s": 4.8e12}))
 
 # B200 (HGX B200 at 1000 W, NVIDIA HGX datasheet): sm_100, 148 SMs, ~2.25 PFLOP/s dense bf16/fp16,
@@ -273,7 +291,7 @@ register_profile(H100.model_copy(update={"name": "H200", "hbm_bytes_per_s": 4.8e
 # cudaDeviceProp.l2CacheSize reports it; DGX B200 has one 400 Gb/s ConnectX-7 NIC per GPU.
 register_profile(_profile(
     name="B200", link="nvlink5", arch="sm_100", sms=148, l2_bytes=126 << 20, hbm_bytes_per_s=8.0e12,
-    peak_flops={"bf16": 2.25e15, "fp16": 2.25e15, "fp32": 80e12}, multimem=True,
+    peak_flops={"bf16": 2.25e15, "fp16": 2.25e15, "fp32": 80e12}, scalar_flops=80e12, multimem=True,
     per_sm_copy_bytes_per_s=40e9,  # estimate: higher clock and wider NVLink 5 ports than Hopper
     pcie_bytes_per_s=50e9, network="ib400"))
 

@@ -1,16 +1,22 @@
 """The analytic model: compute roofline, communication times, the physical bound, the host-driven
-baseline, and a simulated time for a design point.
+baseline, a simulated time for a design point, and the speedup ceiling. docs/model.md derives
+every term and cites every constant.
 
-- T_comp: roofline, max(flops / peak, bytes / HBM), for the busiest rank (``imbalance``).
-- T_comm: the ideal collective over the best backend the hardware allows, with its latency
-  (``collectives.ideal_time``; formulas of REFERENCE section 3, topology-aware).
-- bound = max(T_comp, T_comm): no design, overlapped or not, runs faster (REFERENCE s.3).
-- baseline: a cuBLAS-class GEMM (~80% of peak, REFERENCE s.3) then an NCCL collective (~70% of
-  the link), launched from the host, one after the other.
-- simulate(point): the design's own communication time (backend, issuer, chunking, comm SMs),
-  then its placement's overlap: chunk fill/drain max + min/c, comm SMs stretching compute by
-  N/(N-s), launches and synchronisation. Every term is at least its ideal, so a simulated time
-  never drops below the bound.
+- t_comp: roofline at peak, max(flops / peak, bytes / HBM), for the busiest rank (``imbalance``).
+- t_comm: the ideal collective over the best backend the hardware allows, at full line rate,
+  with the least latency any legal design pays (``collectives.ideal_time``).
+- bound = max(t_comp, t_comm): no design, overlapped or not, runs faster.
+- baseline: cuBLAS (measured or default share of peak) then NCCL's fastest algorithm, launched
+  from the host one after the other.
+- simulate(point): the candidate's compute at the rate its code features earn
+  (``code_features.compute_rate``; unknown features get the scalar default), the design's own
+  communication (backend, issuer, chunking, comm SMs; same link efficiency and per-hop latency
+  as NCCL), then its placement's overlap: chunk fill/drain max + min/c, comm SMs stretching
+  compute by N/(N-s), launches and barriers. Every term is at least its ideal, so a simulated
+  time never drops below the bound.
+- ceiling: baseline / (max(baseline compute, the fastest practical communication) + one launch).
+  No design beats it: its compute is never credited above cuBLAS, its communication never
+  below ``collectives.practical_time``, and it launches at least once.
 
 Every time this module produces is a model estimate: callers label it ``simulated``.
 """
@@ -18,18 +24,23 @@ Every time this module produces is a model estimate: callers label it ``simulate
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Optional
 
-from design_space.collectives import COLLECTIVES, CommTime, comm_factor, device_time, ideal_time, nccl_time
+from design_space.calibration import Calibration
+from design_space.code_features import CodeFeatures, ComputeRate, compute_rate, cublas_rate
+from design_space.collectives import (
+    COLLECTIVES, CommTime, comm_factor, device_time, ideal_time, nccl_time, practical_time,
+)
 from design_space.dimensions import Backend, Placement, SyncScope
 from design_space.errors import SpecError
 from design_space.hardware import HardwareProfile
 from design_space.point import DesignPoint
 
-__all__ = ["Estimate", "WorkloadCost", "baseline_time", "comm_factor", "estimate", "simulate", "t_comm_ideal",
-           "t_comp"]
+__all__ = ["Estimate", "ShapeModel", "WorkloadCost", "baseline_time", "comm_factor", "estimate", "shape_model",
+           "simulate", "t_comm_ideal", "t_comp"]
 
-GEMM_EFFICIENCY = 0.80  # cuBLAS bf16 on H200 measured ~790 of 989 TFLOP/s (REFERENCE s.3)
 GEMM_TILE = 128  # rows/cols of the output tile a tuned GEMM uses; sets wave quantisation
 NCCL_SMS = 16  # estimate: SMs NCCL's channels occupy while a chunked NCCL pipeline overlaps the GEMM
 
@@ -38,15 +49,15 @@ NCCL_SMS = 16  # estimate: SMs NCCL's channels occupy while a chunked NCCL pipel
 class WorkloadCost:
     """What one rank computes and moves for one shape; produced by a pattern.
 
-    ``comm_bytes`` is S of the REFERENCE formulas for the whole operation: the full tensor for
-    allgather / reducescatter / allreduce, the bytes each rank sends for alltoall, the bytes one
-    rank sends for p2p summed over all ``steps`` rounds.
+    ``comm_bytes`` is S of the collective formulas (docs/model.md) for the whole operation: the
+    full tensor for allgather / reducescatter / allreduce, the bytes each rank sends for alltoall,
+    the bytes one rank sends for p2p summed over all ``steps`` rounds.
     """
 
     flops: float  # per rank (the mean rank when ``imbalance`` > 1)
     hbm_bytes: float  # per rank, compute-side traffic
     collective: str  # "allgather", "reducescatter", "allreduce", "alltoall", "p2p"
-    comm_bytes: float  # S of the REFERENCE formulas (full tensor for AG/RS/AR)
+    comm_bytes: float  # S (full tensor for AG/RS/AR)
     out_rows: int  # rows of this rank's output (for wave quantisation)
     out_cols: int
     local_fraction: float  # share of compute that needs no remote data
@@ -76,13 +87,42 @@ class Estimate:
     t_comp: float  # roofline at peak (busiest rank)
     t_comm: float  # ideal communication over the best backend the hardware allows
     bound: float  # max(t_comp, t_comm)
-    baseline: float  # host-driven: tuned GEMM then NCCL collective
+    baseline: float  # host-driven: cuBLAS GEMM then NCCL, plus their launches
     simulated: float  # this design point
+    baseline_comp: float  # the baseline's GEMM (cuBLAS rate)
+    baseline_comm: float  # the baseline's NCCL call(s)
+    comm_floor: float  # the fastest communication any design reaches in practice
+    ceiling: float  # the largest speedup over the baseline any design of the model reaches
+    compute: ComputeRate  # the rate this candidate's compute was credited with, and why
 
     @property
     def best_gain(self) -> float:
-        """The most any overlap can win over the serial sum (<= 2)."""
+        """The most any overlap can win over the serial sum of the ideal times (<= 2)."""
         return (self.t_comp + self.t_comm) / self.bound if self.bound > 0 else 1.0
+
+    @property
+    def overlap_ceiling(self) -> float:
+        """The baseline's own overlap limit, (T_comp + T_comm) / max(T_comp, T_comm), launches aside."""
+        top = max(self.baseline_comp, self.baseline_comm)
+        return (self.baseline_comp + self.baseline_comm) / top if top > 0 else 1.0
+
+    @property
+    def speedup(self) -> float:
+        return self.baseline / self.simulated if self.simulated > 0 else 0.0
+
+    @property
+    def compute_efficiency(self) -> float:
+        """Share of the dtype's peak the candidate's compute was credited with."""
+        return self.compute.efficiency
+
+    @property
+    def features_known(self) -> bool:
+        return self.compute.kind != "unknown"
+
+    @property
+    def basis(self) -> str:
+        """One line: the compute rate used and where it came from (calibrated or default)."""
+        return self.compute.basis
 
 
 def t_comp(cost: WorkloadCost, hw: HardwareProfile, dtype: str) -> float:
@@ -98,29 +138,26 @@ def _comm_bytes(cost: WorkloadCost) -> float:
     return cost.comm_bytes * cost.imbalance  # the busiest rank moves the most
 
 
+def _at(rate: ComputeRate, cost: WorkloadCost) -> float:
+    return cost.imbalance * rate.seconds(cost.flops, cost.hbm_bytes)
+
+
 def t_comm_ideal(cost: WorkloadCost, n: int, hw: HardwareProfile) -> float:
     """Ideal communication time at full bandwidth with the least latency any legal design pays."""
     return ideal_time(cost.collective, _comm_bytes(cost), cost.steps, n, hw)
 
 
-def baseline_time(cost: WorkloadCost, n: int, hw: HardwareProfile, dtype: str) -> float:
-    """cuBLAS-class GEMM then an NCCL collective, both launched from the host."""
-    gemm = t_comp(cost, hw, dtype) / GEMM_EFFICIENCY
-    nccl = nccl_time(cost.collective, _comm_bytes(cost), cost.steps, n, hw)
-    return gemm + nccl + 2 * hw.launch_s
+def baseline_time(cost: WorkloadCost, n: int, hw: HardwareProfile, dtype: str,
+                  calibration: Optional[Calibration] = None) -> float:
+    """cuBLAS GEMM then an NCCL collective, both launched from the host."""
+    gemm = _at(cublas_rate(hw, dtype, calibration, cost.flops), cost)
+    return gemm + nccl_time(cost.collective, _comm_bytes(cost), cost.steps, n, hw) + 2 * hw.launch_s
 
 
 def _wave_efficiency(rows: int, cols: int, sms: int) -> float:
     tiles = math.ceil(rows / GEMM_TILE) * math.ceil(cols / GEMM_TILE)
     waves = math.ceil(tiles / sms)
     return tiles / (waves * sms)
-
-
-def _wave_penalty(cost: WorkloadCost, stages: int, sms: int) -> float:
-    """Slow-down of one GEMM launch per stage: small launches lose whole waves (never a gain)."""
-    rows = max(1, round(cost.out_rows * (1 - cost.local_fraction) / stages))
-    ratio = _wave_efficiency(rows, cost.out_cols, sms) / _wave_efficiency(cost.out_rows, cost.out_cols, sms)
-    return 1.0 / min(1.0, ratio)
 
 
 def _stages(point: DesignPoint, chunks: int, n: int) -> int:
@@ -145,57 +182,105 @@ def _pipeline(t_local: float, t_remote: float, t_comm: float, stages: int, launc
     return max(done, launches * hw.launch_s) + hw.launch_s
 
 
-def _split(cost: WorkloadCost, busy: float) -> tuple[float, float]:
-    local = busy * cost.local_fraction
-    return local, busy - local
+class ShapeModel:
+    """One shape of one workload on one machine, for one candidate's code: everything that does
+    not depend on the design point is computed once, so ranking thousands of points is cheap."""
 
+    def __init__(self, cost: WorkloadCost, n: int, hw: HardwareProfile, dtype: str,
+                 features: Optional[CodeFeatures] = None, calibration: Optional[Calibration] = None):
+        self.cost, self.n, self.hw, self.dtype, self.calibration = cost, n, hw, dtype, calibration
+        self.comm_bytes = _comm_bytes(cost)
+        self.rate = compute_rate(hw, dtype, features, calibration, cost.flops)
+        self.tc = _at(self.rate, cost)  # the candidate's compute, alone on the GPU
+        self.t_comp, self.t_comm = t_comp(cost, hw, dtype), t_comm_ideal(cost, n, hw)
+        self.baseline_comp = _at(cublas_rate(hw, dtype, calibration, cost.flops), cost)
+        self.baseline_comm = nccl_time(cost.collective, self.comm_bytes, cost.steps, n, hw)
+        self.baseline = self.baseline_comp + self.baseline_comm + 2 * hw.launch_s
+        self.comm_floor = practical_time(cost.collective, self.comm_bytes, cost.steps, n, hw)
+        self.ceiling = self.baseline / (max(self.baseline_comp, self.comm_floor) + hw.launch_s)
+        self._waves = _wave_efficiency(cost.out_rows, cost.out_cols, hw.sms)
 
-def _host_overlap(cost: WorkloadCost, point: DesignPoint, n: int, hw: HardwareProfile, tc: float) -> float:
-    """host_nccl stream_overlap: one NCCL call and one GEMM launch per chunk, on two streams."""
-    moved = comm_factor(cost.collective, n) * _comm_bytes(cost)
-    chunks = max(1, math.ceil(moved / point.chunk_bytes))
-    tm = nccl_time(cost.collective, _comm_bytes(cost), cost.steps, n, hw, calls=chunks)
-    t_local, t_remote = _split(cost, _stretch(tc, NCCL_SMS, hw.sms, tm))
-    t_remote *= _wave_penalty(cost, chunks, hw.sms)
-    return _pipeline(t_local, t_remote, tm, chunks, 2 * chunks + 1, hw)
+    def _wave_penalty(self, stages: int) -> float:
+        """Slow-down of one GEMM launch per stage: small launches lose whole waves (never a gain)."""
+        cost = self.cost
+        rows = max(1, round(cost.out_rows * (1 - cost.local_fraction) / stages))
+        return 1.0 / min(1.0, _wave_efficiency(rows, cost.out_cols, self.hw.sms) / self._waves)
 
+    def _split(self, busy: float) -> tuple[float, float]:
+        local = busy * self.cost.local_fraction
+        return local, busy - local
 
-def _device_overlap(cost: WorkloadCost, point: DesignPoint, n: int, hw: HardwareProfile, tc: float,
-                    comm: CommTime) -> float:
-    stages = _stages(point, comm.chunks, n)
-    sync = cost.steps * (hw.barrier_s if point.sync_scope is SyncScope.GLOBAL_BARRIER else hw.link_alpha_s)
-    if point.placement is Placement.SEQUENTIAL:
-        return 2 * hw.launch_s + comm.seconds + sync + tc
-    taken = 0 if point.backend is Backend.COPY_ENGINE else point.comm_ctas
-    if point.placement is Placement.FUSED_PERSISTENT:
-        busy, launches = tc * hw.sms / (hw.sms - taken), 1  # comm CTAs hold their SMs for the whole kernel
-    else:  # comm kernels hold SMs only while they work
-        busy = _stretch(tc, taken, hw.sms, comm.sm_busy)
-        launches = 2 * (cost.pipeline_stages or stages) + 1 if point.placement is Placement.STREAM_OVERLAP else 3
-    t_local, t_remote = _split(cost, busy)
-    if point.placement is Placement.STREAM_OVERLAP:
-        t_remote *= _wave_penalty(cost, cost.pipeline_stages or stages, hw.sms)
-    return _pipeline(t_local, t_remote, comm.seconds + sync, stages, launches, hw)
+    def _host_overlap(self, point: DesignPoint) -> float:
+        """host_nccl stream_overlap: one NCCL call and one GEMM launch per chunk, on two streams."""
+        cost, n, hw = self.cost, self.n, self.hw
+        chunks = max(1, math.ceil(comm_factor(cost.collective, n) * self.comm_bytes / point.chunk_bytes))
+        tm = nccl_time(cost.collective, self.comm_bytes, cost.steps, n, hw, calls=chunks)
+        t_local, t_remote = self._split(_stretch(self.tc, NCCL_SMS, hw.sms, tm))
+        return _pipeline(t_local, t_remote * self._wave_penalty(chunks), tm, chunks, 2 * chunks + 1, hw)
 
-
-def simulate(cost: WorkloadCost, point: DesignPoint, n: int, hw: HardwareProfile, dtype: str) -> float:
-    """Simulated time of ``point`` (seconds): a model estimate, never a measurement."""
-    tc = t_comp(cost, hw, dtype) / GEMM_EFFICIENCY
-    if point.backend is Backend.HOST_NCCL:
+    def _device_overlap(self, point: DesignPoint, comm: CommTime) -> float:
+        cost, hw, tc = self.cost, self.hw, self.tc
+        stages = _stages(point, comm.chunks, self.n)
+        # a put + signal is already one hop in ``comm``; a barrier-synchronised scheme pays its barrier
+        sync = cost.steps * hw.barrier_s if point.sync_scope is SyncScope.GLOBAL_BARRIER else 0.0
         if point.placement is Placement.SEQUENTIAL:
-            return baseline_time(cost, n, hw, dtype)
-        return _host_overlap(cost, point, n, hw, tc)
-    comm = device_time(cost.collective, _comm_bytes(cost), cost.steps, n, hw, point)
-    return _device_overlap(cost, point, n, hw, tc, comm)
+            return 2 * hw.launch_s + comm.seconds + sync + tc
+        taken = 0 if point.backend is Backend.COPY_ENGINE else point.comm_ctas
+        if point.placement is Placement.FUSED_PERSISTENT:
+            busy, launches = tc * hw.sms / (hw.sms - taken), 1  # comm CTAs hold their SMs for the whole kernel
+        else:  # comm kernels hold SMs only while they work
+            busy = _stretch(tc, taken, hw.sms, comm.sm_busy)
+            launches = 2 * (cost.pipeline_stages or stages) + 1 if point.placement is Placement.STREAM_OVERLAP else 3
+        t_local, t_remote = self._split(busy)
+        if point.placement is Placement.STREAM_OVERLAP:
+            t_remote *= self._wave_penalty(cost.pipeline_stages or stages)
+        return _pipeline(t_local, t_remote, comm.seconds + sync, stages, launches, hw)
+
+    def simulate(self, point: DesignPoint) -> float:
+        """Simulated time of ``point`` (seconds): a model estimate, never a measurement."""
+        if point.backend is Backend.HOST_NCCL:
+            if point.placement is Placement.SEQUENTIAL:
+                return self.tc + self.baseline_comm + 2 * self.hw.launch_s  # the baseline's schedule, our GEMM
+            return self._host_overlap(point)
+        cost = self.cost
+        comm = device_time(cost.collective, self.comm_bytes, cost.steps, self.n, self.hw, point)
+        return self._device_overlap(point, comm)
+
+    def estimate(self, point: DesignPoint) -> Estimate:
+        return Estimate(t_comp=self.t_comp, t_comm=self.t_comm, bound=max(self.t_comp, self.t_comm),
+                        baseline=self.baseline, simulated=self.simulate(point), baseline_comp=self.baseline_comp,
+                        baseline_comm=self.baseline_comm, comm_floor=self.comm_floor, ceiling=self.ceiling,
+                        compute=self.rate)
 
 
-def estimate(cost: WorkloadCost, point: DesignPoint, n: int, hw: HardwareProfile, dtype: str) -> Estimate:
-    tcomp = t_comp(cost, hw, dtype)
-    tcomm = t_comm_ideal(cost, n, hw)
-    return Estimate(
-        t_comp=tcomp,
-        t_comm=tcomm,
-        bound=max(tcomp, tcomm),
-        baseline=baseline_time(cost, n, hw, dtype),
-        simulated=simulate(cost, point, n, hw, dtype),
-    )
+_SHAPES: "OrderedDict[tuple, ShapeModel]" = OrderedDict()
+_SHAPES_KEPT = 64
+
+
+def shape_model(cost: WorkloadCost, n: int, hw: HardwareProfile, dtype: str,
+                features: Optional[CodeFeatures] = None, calibration: Optional[Calibration] = None) -> ShapeModel:
+    """``ShapeModel(...)``, reused while the same arguments come back (callers that score every
+    point through ``estimate`` one at a time stay cheap). Profiles and calibrations hold dicts,
+    so they are keyed by identity and checked on a hit."""
+    key = (cost, n, id(hw), dtype, features, id(calibration))
+    hit = _SHAPES.get(key)
+    if hit is not None and hit.hw is hw and hit.calibration is calibration:
+        _SHAPES.move_to_end(key)
+        return hit
+    model = _SHAPES[key] = ShapeModel(cost, n, hw, dtype, features, calibration)
+    while len(_SHAPES) > _SHAPES_KEPT:
+        _SHAPES.popitem(last=False)
+    return model
+
+
+def simulate(cost: WorkloadCost, point: DesignPoint, n: int, hw: HardwareProfile, dtype: str,
+             features: Optional[CodeFeatures] = None, calibration: Optional[Calibration] = None) -> float:
+    """Simulated time of ``point`` (seconds): a model estimate, never a measurement."""
+    return shape_model(cost, n, hw, dtype, features, calibration).simulate(point)
+
+
+def estimate(cost: WorkloadCost, point: DesignPoint, n: int, hw: HardwareProfile, dtype: str,
+             features: Optional[CodeFeatures] = None, calibration: Optional[Calibration] = None) -> Estimate:
+    """Bound, baseline, simulated time and ceiling of ``point`` for a candidate whose code has
+    ``features`` (None: unknown, scored at the scalar default and said so in ``Estimate.basis``)."""
+    return shape_model(cost, n, hw, dtype, features, calibration).estimate(point)

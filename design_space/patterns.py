@@ -1,6 +1,7 @@
 """Pattern registry: what each fusion pattern computes, how its ranks' buffers map onto the
-device context, its cost for the analytic model, and the template family that renders its
-design points into CUDA. Built-in patterns register themselves exactly like plugins."""
+device context and its cost for the analytic model; and the renderer registry, which the kernel
+templates (the ``kernels`` package, or a plugin's own) fill. Built-in patterns and renderers
+register themselves exactly like plugins."""
 
 from __future__ import annotations
 
@@ -25,20 +26,42 @@ class Pattern:
     cost: Callable[[Mapping[str, int], int, DType], WorkloadCost]
     dim_problems: Callable[[Mapping[str, int], int], list[str]]  # why dims don't fit a world size
     symm_bytes: Callable[[Mapping[str, int], int, DType], int]
-    render: Callable[[DesignPoint], str]
     notes: tuple[str, ...] = field(default=())
     # Why this family renders no template for a point whose values are all supported (a
     # combination that makes no sense for the workload), or None. Shown to users like a rule.
     excluded: Callable[[DesignPoint], Optional[str]] = field(default=lambda point: None)
     # Private scratch one rank needs (ctx.workspace) for a shape; 0 = none.
     workspace_bytes: Callable[[Mapping[str, int], int, DType], int] = field(default=lambda dims, world, dtype: 0)
+    # Sizes the evaluator may vary around the spec's emulation shapes (None: every dim); flags and
+    # enumerations (a mask kind, an on/off epilogue, routing parameters) stay as the spec gives them.
+    varied_dims: Optional[tuple[str, ...]] = None
+
+
+    def render(self, point: DesignPoint) -> str:
+        """CUDA source of ``point`` from this pattern's registered kernel templates."""
+        try:
+            renderer = _RENDERERS[self.name]
+        except KeyError:
+            raise SpecError(f"no kernel templates are registered for pattern {self.name!r}",
+                            "import kernels (cuco does) or call design_space.register_renderer(name, render) "
+                            "for a plugin pattern") from None
+        return renderer(point)
 
 
 _PATTERNS: dict[str, Pattern] = {}
+_RENDERERS: dict[str, Callable[[DesignPoint], str]] = {}
 
 
-def register_pattern(pattern: Pattern) -> None:
+def register_pattern(pattern: Pattern, render: Optional[Callable[[DesignPoint], str]] = None) -> None:
+    """Add ``pattern``; ``render`` (a plugin's templates) may come along or later via register_renderer."""
     _PATTERNS[pattern.name] = pattern
+    if render is not None:
+        register_renderer(pattern.name, render)
+
+
+def register_renderer(name: str, render: Callable[[DesignPoint], str]) -> None:
+    """The function that renders design points of pattern ``name`` into CUDA."""
+    _RENDERERS[name] = render
 
 
 def get_pattern(name: str) -> Pattern:

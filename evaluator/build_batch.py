@@ -100,6 +100,5 @@ def _compile(text: str, *, arch: str, comm_backend: str, dtype_code: int, tc: To
     (work_dir / "batch.cu").write_text(text)
     flags = [f for f in build.build_flags(arch, comm_backend, dtype_code, tc) if f != "-v" and f != "-Xptxas"]
     res = sandbox.run([str(tc.nvcc), *flags, "-o", "batch.cubin", "batch.cu"], workdir=work_dir,
-                      limits=sandbox.Limits(wall_s=timeout_s, cpu_s=int(timeout_s) + 10,
-                                            address_space_bytes=16 << 30))
+                      limits=build.nvcc_limits(timeout_s), view=build.nvcc_view(tc))
     return res.returncode == 0 and not res.timed_out, res.output[-4000:]

@@ -10,6 +10,8 @@ ranks are virtual) timings are ``simulated`` by the analytic model; with several
 from __future__ import annotations
 
 import importlib.metadata
+import os
+import secrets
 import platform
 import shutil
 import tempfile
@@ -18,15 +20,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
-from design_space.candidate import Candidate
+from design_space.candidate import Candidate, content_hash
 from design_space.point import DesignPoint
-from design_space.evaluation import Evaluation, Provenance, Stage, Status, Timing, TimingSource, trim_log
+from design_space.evaluation import Evaluation, Provenance, Stage, Status, Timing, trim_log
 from design_space.hardware import get_profile
-from design_space.model import estimate
+from design_space.calibration import load_calibration
 from design_space.patterns import get_pattern
 from design_space.spec import KernelSpec
 from design_space.errors import ConfigError
-from evaluator import build, emulate, guard, reference, shim_build, toolchain
+from design_space.space import valid_points
+from design_space.spec import ShapeCase
+from evaluator import build, emulate, guard, reference, score, shape_draws, shim_build, toolchain
 from evaluator.gpu import stages as gpu_stages
 
 SOL_SUSPECT = 1.05  # a time this far under the physical bound is a bug or a hack
@@ -39,7 +43,8 @@ class EvaluatorConfig:
     comm_backend: str = "nccl"  # what the build stage compiles against
     arch: Optional[str] = None  # default: the spec's hardware profile
     emulation: emulate.EmulationSettings = field(default_factory=emulate.EmulationSettings)
-    trials: int = 1
+    shape_variants: int = 6  # shapes drawn around each emulation shape; each evaluation meets one per shape
+    seed: Optional[int] = None  # draws the shape pool and each pick; None: this cache's secret (a run: its own)
     gpu: str = "auto"  # "auto": GPU stages when a GPU is present; "off"; "require": refuse to run without one
     build_timeout_s: float = 180.0
     keep_work: bool = False
@@ -69,7 +74,11 @@ class Evaluator:
         toolchain.find_gxx()
         self.provenance = provenance(self.tc)
         self._cases: Optional[list[reference.ReferenceCase]] = None
+        self._pool: dict[str, tuple[ShapeCase, ...]] = {}
         self.gpu = self._gpu_plan(config.gpu)
+        self.calibration = load_calibration()  # None without a file: the model's stated defaults
+        if self.config.seed is None:
+            self.config = replace(self.config, seed=_cache_secret(self.config.cache_dir))
 
     def _gpu_plan(self, wanted: str) -> Optional[gpu_stages.GpuPlan]:
         if wanted not in ("auto", "off", "require"):
@@ -82,13 +91,33 @@ class Evaluator:
         return found
 
     def prepare(self) -> None:
-        """Run (or load) the reference on gloo and build the emulator runtime once."""
+        """Run (or load) the reference on gloo for every shape of the pool and every call, and build
+        the emulator runtime once."""
         if self._cases is None:
+            pool = shape_draws.shape_pool(self.pattern, self.spec.emulation_shapes, self.spec.emulation_world_sizes,
+                                          self.config.shape_variants, self.config.seed)
+            shapes = [s for options in pool.values() for s in options]
             self._cases = reference.prepare(
                 self.spec, self.pattern, self.config.cache_dir / "reference",
-                worlds=self.spec.emulation_world_sizes, cases=self.spec.emulation_shapes,
-                seeds=tuple(range(self.config.trials)))
+                worlds=self.spec.emulation_world_sizes, cases=shapes,
+                seeds=tuple(range(self.config.emulation.iterations)))
+            self._pool = pool
             shim_build.ensure_runtime(self.config.cache_dir / "emulator")
+
+    def use_shape_seed(self, seed: int) -> None:
+        """Draw the emulation shapes with ``seed`` (a run's secret) from now on."""
+        if seed != self.config.seed:
+            self.config = replace(self.config, seed=seed)
+            self._cases, self._pool = None, {}
+
+    def shapes_for(self, key: str) -> tuple[ShapeCase, ...]:
+        """The emulation shapes an evaluation keyed ``key`` meets (one drawn per spec shape)."""
+        self.prepare()
+        return shape_draws.pick(self._pool, f"{self.config.seed}:{key}")
+
+    def cases_for(self, key: str) -> list[reference.ReferenceCase]:
+        names = {s.name for s in self.shapes_for(key)}
+        return [c for c in self._cases or [] if c.shape.name in names]
 
     def evaluate(self, candidate: Candidate, parent_source: Optional[str] = None,
                  deadline: Optional[float] = None) -> Evaluation:
@@ -124,10 +153,11 @@ class Evaluator:
             first = next((ln for ln in built.log.splitlines() if "error" in ln), "nvcc failed")
             return Evaluation(**base, status=Status.BUILD_FAILED, stage=Stage.BUILD, build=built.stats,
                               reason=first.strip()[:300], logs=built.log)
-        emu = emulate.emulate(cand.source, spec=self.spec, pattern=self.pattern, cases=self._cases or [],
-                              work_dir=work / "emulate", cache_dir=self.config.cache_dir / "emulator",
-                              settings=replace(self.config.emulation,
-                                               timeout_s=budget.cap(self.config.emulation.timeout_s)))
+        cases = self.cases_for(cand.content_hash)
+        settings = replace(self.config.emulation, timeout_s=budget.cap(self.config.emulation.timeout_s))
+        emu = emulate.emulate(cand.source, spec=self.spec, pattern=self.pattern, cases=cases, work_dir=work / "emulate",
+                              cache_dir=self.config.cache_dir / "emulator", settings=settings,
+                              canary=lambda: self.canary_passes(cases, work / "canary", settings))
         seconds.update(emu.seconds)
         if emu.status is not Status.OK:
             return Evaluation(**base, status=emu.status, stage=Stage.EMULATE, build=built.stats, checks=emu.checks,
@@ -154,17 +184,22 @@ class Evaluator:
             stage, timings = gpu.stage, gpu.timings
         else:
             flags.append("memory_ordering_unchecked (CPU emulation)")
+        t = time.monotonic()
+        scored = score.score(cand, self.spec, self.pattern, self.hardware, built.stats, emu.traces, self.calibration)
+        seconds["score"] = time.monotonic() - t
+        observed = {"observed_point": scored.point.key() if scored.point else None, "observed": scored.observed,
+                    "features": scored.features}
+        if scored.refused:
+            return Evaluation(**base, **observed, status=Status.REJECTED, stage=Stage.SCORE, build=built.stats,
+                              checks=checks, reason=scored.refused, logs=trim_log(logs), flags=tuple(flags))
+        flags += scored.flags
         if not timings:  # measured times, when there are any, are never mixed with simulated ones
-            t = time.monotonic()
-            timings = tuple(self.simulate(cand))
-            seconds["simulate"] = time.monotonic() - t
+            timings = scored.timings
             stage = Stage.SIMULATE if timings else stage
-        if not timings:
-            flags.append("no_declared_point: not simulated")
         if any(tm.sol_fraction > SOL_SUSPECT for tm in timings):
             flags.append("beats_physical_bound: suspected hack or bug")
-        return Evaluation(**base, status=Status.OK, stage=stage, build=built.stats, checks=checks, timings=timings,
-                          flags=tuple(flags), logs=trim_log(logs))
+        return Evaluation(**base, **observed, status=Status.OK, stage=stage, build=built.stats, checks=checks,
+                          timings=timings, flags=tuple(flags), logs=trim_log(logs))
 
     def compile_check(self, source: str) -> tuple[bool, str]:
         """The build stage alone (cached): (ok, trimmed log) -- for proposers' repair attempts."""
@@ -188,29 +223,52 @@ class Evaluator:
         self.prepare()
         work = Path(tempfile.mkdtemp(prefix="cuco-emulate-", dir=self.config.work_root))
         try:
-            return emulate.emulate(source, spec=self.spec, pattern=self.pattern, cases=self._cases or [],
-                                   work_dir=work, cache_dir=self.config.cache_dir / "emulator",
-                                   settings=self.config.emulation)
+            cases = self.cases_for(content_hash(source))
+            return emulate.emulate(source, spec=self.spec, pattern=self.pattern, cases=cases, work_dir=work,
+                                   cache_dir=self.config.cache_dir / "emulator", settings=self.config.emulation,
+                                   canary=lambda: self.canary_passes(cases, work / "canary", self.config.emulation))
         finally:
             if not self.config.keep_work:
                 shutil.rmtree(work, ignore_errors=True)
+
+    def canary_passes(self, cases: list[reference.ReferenceCase], work: Path,
+                      settings: emulate.EmulationSettings) -> bool:
+        """A known-good candidate (the family's simplest valid design) through the emulate tier on
+        the same cases: when it fails too, the fault is the machine's or cuco's, not the candidate's."""
+        points = valid_points(self.pattern, self.hardware)
+        point = next((p for p in points if p.placement.value == "sequential"), points[0] if points else None)
+        if point is None:
+            return False
+        out = emulate.emulate(self.pattern.render(point), spec=self.spec, pattern=self.pattern, cases=cases,
+                              work_dir=work, cache_dir=self.config.cache_dir / "emulator", settings=settings)
+        return out.status is Status.OK
 
     def guard_findings(self, source: str, point: Optional[DesignPoint] = None) -> str:
         """The guard's findings, one per line ('' when the source passes)."""
         return "\n".join(str(f) for f in guard.check(source, point=point))
 
     def simulate(self, cand: Candidate) -> list[Timing]:
-        """Model estimates for every shape of the sweep at the target world size (``simulated``)."""
+        """Model estimates of the candidate's declared point with unknown code features (for tools
+        that have not evaluated it; an evaluation scores the observed point and features)."""
         if cand.point is None:
             return []
-        world = self.spec.target_world
-        out = []
-        for shape in self.spec.shapes:
-            est = estimate(self.pattern.cost(shape.dims, world, self.spec.dtype), cand.point, world, self.hardware,
-                           self.spec.dtype.value)
-            out.append(Timing(shape=shape.name, world=world, source=TimingSource.SIMULATED, seconds=est.simulated,
-                              bound_seconds=est.bound, baseline_seconds=est.baseline))
-        return out
+        return score.simulate(self.spec, self.pattern, self.hardware, cand.point, None, self.calibration)
+
+
+def _cache_secret(cache_dir: Path) -> int:
+    """A secret seed kept in the cache (no stage can see the cache): the shapes drawn for tools that
+    are not a run (``cuco check``, sweeps) stay unknown to candidates yet reuse their references."""
+    path = cache_dir / "shape-seed"
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        seed = secrets.randbits(62)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(f"{seed}\n")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+        return int(path.read_text().strip())
 
 
 class _Budget:

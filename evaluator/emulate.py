@@ -1,13 +1,20 @@
-"""Emulate stage: the candidate compiled by g++ against the CUDA shim (comm backend ``cpu``),
-run with 2 and 4 ranks as processes over shared memory on tiny shapes, every output compared
-with the reference run on gloo. Checks logic, indexing and the signalling protocol; it cannot
-catch memory-ordering bugs (x86 is stronger than the GPU memory model)."""
+"""Emulate stage: the candidate compiled by g++ against the CUDA shim (comm backend ``cpu``), run
+with 2 and 4 ranks as processes on tiny shapes, every call's outputs compared with the reference
+run on gloo. Checks logic, indexing and the signalling protocol; it cannot catch memory-ordering
+bugs (x86 is stronger than the GPU memory model).
+
+The trust boundary: the candidate runs in the emulator's processes, inside the sandbox. This
+module decides the verdict in the evaluator's own process, from memory it created and reads
+after the emulator exited (``emulator_io``): every call of every rank gets fresh inputs and its
+own poisoned output buffer, each compared with its own reference. The emulator's exit status and
+output only explain a failure; they never make a candidate pass.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -15,11 +22,21 @@ from design_space.errors import InfrastructureError
 from design_space.evaluation import RankCheck, Status, Tier, trim_log
 from design_space.patterns import Pattern
 from design_space.spec import KernelSpec
-from evaluator import sandbox, shim_build
+from evaluator import emulator_io, sandbox, shim_build
 from evaluator.reference import ReferenceCase
 
 EXIT_CRASH, EXIT_DEADLOCK, EXIT_RUN_ERROR, EXIT_HARNESS, EXIT_NOT_EMULATABLE = 2, 3, 4, 5, 6
 EXIT_MEMORY, EXIT_CONTRACT = 7, 8  # a red zone written / allocations over budget; a stream never joined
+
+
+@dataclass(frozen=True)
+class RunTrace:
+    """What one emulator run's ranks reported doing (evaluator/shim/trace.cpp), per rank."""
+
+    world: int
+    dims: dict
+    calls: int
+    ranks: tuple[dict, ...]
 
 
 @dataclass(frozen=True)
@@ -31,20 +48,25 @@ class EmulationOutcome:
     seconds: dict[str, float] = field(default_factory=dict)
     network_isolated: bool = False  # every run had a private network namespace
     isolation: str = ""  # what the sandbox gave the runs (jail.Isolation.describe())
+    traces: tuple[RunTrace, ...] = ()  # one per run that passed
 
 
 @dataclass(frozen=True)
 class EmulationSettings:
     num_sms: int = 8  # virtual SMs per rank: persistent grids size themselves from it
-    iterations: int = 2  # calls per run: the second catches signals that do not survive an epoch
+    iterations: int = 2  # calls per run, each with fresh inputs; the second catches signals that do not survive an epoch
     stall_seconds: float = 3.0
     timeout_s: float = 60.0
     workspace_bytes: int = 1 << 16  # at least; a pattern may ask for more
     address_space_bytes: int = 4 << 30  # per rank process: 4 ranks x 4 GiB stays under a 24 GiB machine
+    memory_bytes: int = 2 << 30  # the whole run (every rank), where the sandbox has a memory cgroup
 
 
 def as_float32(path: Path, dtype: str, shape: Sequence[int]) -> np.ndarray:
-    raw = np.fromfile(path, dtype=np.uint8)
+    return decode(np.fromfile(path, dtype=np.uint8), dtype, shape)
+
+
+def decode(raw: np.ndarray, dtype: str, shape: Sequence[int]) -> np.ndarray:
     if dtype == "bfloat16":
         arr = (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
     elif dtype == "float16":
@@ -69,23 +91,38 @@ def compare(out: np.ndarray, ref: np.ndarray, atol: float, rtol: float) -> tuple
     return mismatches == 0, float(finite.max()) if finite.size else 0.0, mismatches, unwritten
 
 
-def _manifest(case: ReferenceCase, spec: KernelSpec, pattern: Pattern, folder: Path, s: EmulationSettings) -> Path:
-    dims = [case.shape.dims[d] for d in pattern.dims]
-    inputs = [(r, slot, tf.path, tf.nbytes) for r, rd in enumerate(case.ranks) for slot, tf in enumerate(rd.inputs)]
-    outputs = [(r, slot, folder / f"r{r}_out{slot}.bin", tf.nbytes)
-               for r, rd in enumerate(case.ranks) for slot, tf in enumerate(rd.outputs)]
-    path = folder / "manifest.txt"
-    shim_build.write_manifest(
-        path, world=case.world, num_sms=s.num_sms, iterations=s.iterations, stall_seconds=s.stall_seconds,
-        dims=dims, dtype_code=spec.dtype.code, symm_bytes=pattern.symm_bytes(case.shape.dims, case.world, spec.dtype),
-        workspace_bytes=max(s.workspace_bytes, pattern.workspace_bytes(case.shape.dims, case.world, spec.dtype)),
-        inputs=inputs, outputs=outputs,
-    )
-    return path
+def group_cases(cases: Sequence[ReferenceCase]) -> list[tuple[ReferenceCase, ...]]:
+    """One emulator run per (world, shape): its trials, in order, are the run's calls."""
+    groups: dict[tuple[int, str], list[ReferenceCase]] = {}
+    for c in cases:
+        groups.setdefault((c.world, c.shape.name), []).append(c)
+    return [tuple(sorted(g, key=lambda c: c.trial)) for g in groups.values()]
 
 
-def _classify(res: sandbox.SandboxResult, case: ReferenceCase) -> tuple[Status, str] | None:
-    where = f"world {case.world}, shape {case.shape.name}"
+def _io_files(group: Sequence[ReferenceCase], spec: KernelSpec, pattern: Pattern,
+              s: EmulationSettings) -> emulator_io.IoFiles:
+    first = group[0]
+    sizes, inputs = [], {}
+    for call, case in enumerate(group, start=1):
+        for r, rd in enumerate(case.ranks):
+            for slot, tf in enumerate(rd.inputs):
+                sizes.append((r, call, False, slot, tf.nbytes))
+                inputs[(r, call, slot)] = tf.path.read_bytes()
+            for slot, tf in enumerate(rd.outputs):
+                sizes.append((r, call, True, slot, tf.nbytes))
+    slots, size = emulator_io.layout(sizes)
+    dims = first.shape.dims
+    text = emulator_io.manifest_text(
+        world=first.world, num_sms=s.num_sms, calls=len(group), stall_seconds=s.stall_seconds,
+        dims=[dims[d] for d in pattern.dims], dtype_code=spec.dtype.code,
+        symm_bytes=pattern.symm_bytes(dims, first.world, spec.dtype),
+        workspace_bytes=max(s.workspace_bytes, pattern.workspace_bytes(dims, first.world, spec.dtype)), slots=slots,
+        traces_after=size)
+    return emulator_io.IoFiles(text, slots, size, inputs, world=first.world)
+
+
+def _classify(res: sandbox.SandboxResult, where: str) -> Optional[tuple[Status, str]]:
+    """What the emulator's exit says went wrong (None: it says nothing did, which proves nothing)."""
     last = (res.output.strip().splitlines() or [""])[-1][:300]
     if res.timed_out:
         return Status.TIMEOUT, f"emulation exceeded its time limit ({where}): a hang or an endless loop"
@@ -95,8 +132,6 @@ def _classify(res: sandbox.SandboxResult, case: ReferenceCase) -> tuple[Status, 
         return Status.TIMEOUT, f"deadlock ({where}): {_first(res.output, 'deadlock:') or last}"
     if res.returncode == EXIT_NOT_EMULATABLE:
         return Status.EMULATION_FAILED, f"not emulatable: {_first(res.output, 'not emulatable') or last}"
-    if res.returncode == EXIT_HARNESS:
-        raise InfrastructureError(f"the emulator harness failed ({where}): {last}", "report this as a cuco bug")
     if res.returncode == EXIT_MEMORY:
         return Status.CRASHED, f"memory violation ({where}): {_first(res.output, 'memory:') or last}"
     if res.returncode == EXIT_CONTRACT:
@@ -111,59 +146,112 @@ def _first(text: str, needle: str) -> str:
     return next((ln.strip() for ln in text.splitlines() if needle in ln), "")
 
 
-def _check_outputs(case: ReferenceCase, folder: Path, spec: KernelSpec) -> list[RankCheck]:
+def _check_outputs(group: Sequence[ReferenceCase], io: emulator_io.IoFiles, spec: KernelSpec) -> list[RankCheck]:
     tol = spec.tolerances[spec.dtype]
     checks = []
-    for r, rd in enumerate(case.ranks):
-        worst = (True, 0.0, 0, 0)
-        for slot, ref_tf in enumerate(rd.outputs):
-            out = as_float32(folder / f"r{r}_out{slot}.bin", ref_tf.dtype, ref_tf.shape)
-            ok, err, mism, unw = compare(out, as_float32(ref_tf.path, ref_tf.dtype, ref_tf.shape), tol.atol, tol.rtol)
-            worst = (worst[0] and ok, max(worst[1], err), worst[2] + mism, worst[3] + unw)
-        checks.append(RankCheck(tier=Tier.EMULATED, world=case.world, shape=case.shape.name, rank=r,
-                                trial=case.trial, ok=worst[0], max_abs_err=worst[1], mismatches=worst[2],
-                                unwritten=worst[3]))
+    for call, case in enumerate(group, start=1):
+        for r, rd in enumerate(case.ranks):
+            worst = (True, 0.0, 0, 0)
+            for slot, ref_tf in enumerate(rd.outputs):
+                out = decode(np.frombuffer(io.output(r, call, slot), dtype=np.uint8), ref_tf.dtype, ref_tf.shape)
+                ok, err, mism, unw = compare(out, as_float32(ref_tf.path, ref_tf.dtype, ref_tf.shape), tol.atol,
+                                             tol.rtol)
+                worst = (worst[0] and ok, max(worst[1], err), worst[2] + mism, worst[3] + unw)
+            checks.append(RankCheck(tier=Tier.EMULATED, world=case.world, shape=case.shape.name, rank=r,
+                                    trial=case.trial, ok=worst[0], max_abs_err=worst[1], mismatches=worst[2],
+                                    unwritten=worst[3]))
     return checks
 
 
+def _wrong_result(case: ReferenceCase, c: RankCheck) -> str:
+    # unwritten elements are still NaN-poisoned: they have no error figure, so name them first
+    err = (f"max abs error {c.max_abs_err:.3g} over the written ones" if c.unwritten
+           else f"max abs error {c.max_abs_err:.3g}")
+    return (f"wrong result (world {case.world}, shape {case.shape.name}, call {c.trial + 1}): rank {c.rank} has "
+            f"{c.mismatches} mismatching elements ({c.unwritten} never written), {err}")
+
+
+@dataclass(frozen=True)
+class _RunOutcome:
+    failure: Optional[tuple[Status, str]]
+    checks: tuple[RankCheck, ...]
+    log: str
+    result: sandbox.SandboxResult
+    trace: Optional[RunTrace] = None
+
+
+def run_group(binary: Path, group: Sequence[ReferenceCase], *, spec: KernelSpec, pattern: Pattern, folder: Path,
+              settings: EmulationSettings) -> _RunOutcome:
+    """One emulator run (every call of one world and shape), judged here from the I/O file."""
+    case = group[0]
+    where = f"world {case.world}, shape {case.shape.name}"
+    folder.mkdir(parents=True, exist_ok=True)
+    # CPU time and address space are per rank process; fiber stacks are mapped lazily
+    limits = sandbox.Limits(wall_s=settings.timeout_s, cpu_s=int(settings.timeout_s) + 5,
+                            address_space_bytes=settings.address_space_bytes, file_size_bytes=16 << 20,
+                            memory_bytes=settings.memory_bytes, work_bytes=64 << 20)
+    with _io_files(group, spec, pattern, settings) as io:
+        res = sandbox.run([str(binary), *map(str, io.fds)], workdir=folder, limits=limits, pass_fds=io.fds,
+                          view=(binary.parent,))
+        log = f"$ emu world={case.world} shape={case.shape.name} calls={len(group)}\n{res.output}"
+        failure = _classify(res, where)
+        if failure:
+            return _RunOutcome(failure, (), log, res)
+        breach = io.red_zone_breach()
+        if breach:
+            return _RunOutcome((Status.CRASHED, f"memory violation ({where}): {breach}"), (), log, res)
+        checks = tuple(_check_outputs(group, io, spec))
+        trace = RunTrace(case.world, dict(case.shape.dims), len(group), tuple(io.trace(r) for r in range(case.world)))
+    bad = next((c for c in checks if not c.ok), None)
+    failure = (Status.WRONG_RESULT, _wrong_result(group[bad.trial], bad)) if bad else None
+    return _RunOutcome(failure, checks, log, res, trace)
+
+
 def emulate(source: str, *, spec: KernelSpec, pattern: Pattern, cases: Sequence[ReferenceCase], work_dir: Path,
-            cache_dir: Path, settings: EmulationSettings = EmulationSettings()) -> EmulationOutcome:
-    """Compile once, run every reference case; stop at the first failing case."""
-    build = shim_build.compile_emulator(source, work_dir, dtype_code=spec.dtype.code, cache_dir=cache_dir)
+            cache_dir: Path, settings: EmulationSettings = EmulationSettings(),
+            canary: Optional[Callable[[], bool]] = None, check_object: bool = True) -> EmulationOutcome:
+    """Compile once, run every (world, shape) group; stop at the first failing one.
+
+    ``canary`` runs a known-good candidate through this same tier and says whether it passed: a
+    result that looks like a harness fault is the candidate's unless the canary fails too.
+    ``check_object=False`` skips the compiled-object checks: only for cuco's defence-in-depth
+    tests, which show the sandbox holds on its own; the evaluator never passes it."""
+    build = shim_build.compile_emulator(source, work_dir / "build", dtype_code=spec.dtype.code, cache_dir=cache_dir,
+                                        check_object=check_object)
     seconds = {"emulate_compile": build.seconds}
     if not build.ok:
-        why = "not emulatable" if build.not_emulatable else "g++ could not compile the candidate for emulation"
-        return EmulationOutcome(Status.EMULATION_FAILED, why, log=trim_log(build.log), seconds=seconds)
+        return EmulationOutcome(build.status, build.reason, log=trim_log(build.log), seconds=seconds)
     checks: list[RankCheck] = []
-    logs = []
+    logs, traces = [], []
     isolated, isolation = True, ""
-    # the candidate reads its inputs from the reference cache; the expected outputs there read as empty
-    answers = [tf.path for case in cases for rd in case.ranks for tf in rd.outputs]
-    for case in cases:
-        folder = work_dir / f"w{case.world}-{case.shape.name}-t{case.trial}"
-        folder.mkdir(parents=True, exist_ok=True)
-        manifest = _manifest(case, spec, pattern, folder, settings)
-        # CPU time and address space are per rank process; fiber stacks are mapped lazily
-        limits = sandbox.Limits(wall_s=settings.timeout_s, cpu_s=int(settings.timeout_s) + 5,
-                                address_space_bytes=settings.address_space_bytes, file_size_bytes=64 << 20)
-        res = sandbox.run([str(build.binary), str(manifest)], workdir=folder, limits=limits, hidden=answers)
-        isolated = isolated and res.network_isolated
-        isolation = res.isolation.describe()
-        key = f"emulate_w{case.world}"
-        seconds[key] = seconds.get(key, 0.0) + res.wall_s
-        logs.append(f"$ emu world={case.world} shape={case.shape.name}\n{res.output}")
-        failure = _classify(res, case)
+    for i, group in enumerate(group_cases(cases)):
+        out = run_group(build.binary, group, spec=spec, pattern=pattern, folder=work_dir / f"run{i}",
+                        settings=settings)
+        isolated = isolated and out.result.network_isolated
+        isolation = out.result.isolation.describe()
+        key = f"emulate_w{group[0].world}"
+        seconds[key] = seconds.get(key, 0.0) + out.result.wall_s
+        logs.append(out.log)
+        checks.extend(out.checks)
+        failure = out.failure
+        if out.result.returncode == EXIT_HARNESS and not out.result.timed_out:
+            failure = _harness_fault(out.result, group[0], canary)
         if failure:
             return EmulationOutcome(failure[0], failure[1], tuple(checks), trim_log("\n".join(logs)), seconds)
-        case_checks = _check_outputs(case, folder, spec)
-        checks.extend(case_checks)
-        bad = [c for c in case_checks if not c.ok]
-        if bad:
-            c = bad[0]
-            # unwritten elements are still NaN-poisoned: they have no error figure, so name them first
-            err = (f"max abs error {c.max_abs_err:.3g} over the written ones" if c.unwritten
-                   else f"max abs error {c.max_abs_err:.3g}")
-            reason = (f"wrong result (world {case.world}, shape {case.shape.name}): rank {c.rank} has {c.mismatches} "
-                      f"mismatching elements ({c.unwritten} never written), {err}")
-            return EmulationOutcome(Status.WRONG_RESULT, reason, tuple(checks), trim_log("\n".join(logs)), seconds)
-    return EmulationOutcome(Status.OK, "", tuple(checks), trim_log("\n".join(logs)), seconds, isolated, isolation)
+        traces.append(out.trace)
+    return EmulationOutcome(Status.OK, "", tuple(checks), trim_log("\n".join(logs)), seconds, isolated, isolation,
+                            tuple(traces))
+
+
+def _harness_fault(res: sandbox.SandboxResult, case: ReferenceCase,
+                   canary: Optional[Callable[[], bool]]) -> tuple[Status, str]:
+    """Exit code 5 is the harness's own failure code, but the candidate shares its processes: it is
+    the candidate's failure unless a known-good canary fails the same tier right after."""
+    last = (res.output.strip().splitlines() or [""])[-1][:300]
+    if canary is not None and not canary():
+        raise InfrastructureError(f"the emulator harness failed (world {case.world}, shape {case.shape.name}) and a "
+                                  f"known-good canary failed right after: {last}",
+                                  "check the machine (memory, /dev/shm, process limits); report it as a cuco bug "
+                                  "if it persists")
+    return Status.CRASHED, (f"the emulator's harness stopped with its error code ({last}) while running this "
+                            "candidate" + (", and a known-good canary passed right after" if canary else ""))

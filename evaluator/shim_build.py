@@ -1,4 +1,4 @@
-"""Build and run the cuco CPU emulator (the ``cpu`` backend of ARCHITECTURE section 4).
+"""Build and run the cuco CPU emulator (the ``cpu`` backend of the device contract, README "The device contract").
 
 A candidate's CUDA source is rewritten (``source_rewrite``), compiled by g++ against the shim
 headers in ``evaluator/shim/include`` and linked with the shim runtime (fibers, scheduler,
@@ -23,11 +23,12 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Optional, Sequence
 
 from design_space.errors import ToolchainError
+from design_space.evaluation import Status
 from evaluator.source_rewrite import rewrite_for_cpu
 from evaluator.toolchain import find_gxx, gxx_version
 
@@ -35,9 +36,9 @@ SHIM_DIR = Path(__file__).resolve().parent / "shim"
 SHIM_INCLUDE = SHIM_DIR / "include"
 RUNTIME_INCLUDE = Path(__file__).resolve().parent / "runtime"
 RUNTIME_SOURCES = ("fiber.cpp", "sched.cpp", "shared_mem.cpp", "diagnostics.cpp", "intrinsics.cpp", "streams.cpp",
-                   "hostapi.cpp", "coord.cpp", "manifest.cpp", "emu_main.cpp")
+                   "trace.cpp", "hostapi.cpp", "coord.cpp", "manifest.cpp", "emu_main.cpp")
 _LIB_FLAGS = ("-std=c++17", "-O2", "-pthread", "-DCUCO_COMM_CPU", "-Wall")
-_CANDIDATE_FLAGS = ("-std=c++17", "-O1", "-pthread", "-DCUCO_COMM_CPU")
+CANDIDATE_FLAGS = ("-std=c++17", "-O1", "-pthread", "-DCUCO_COMM_CPU")
 _COMPILE_TIMEOUT_S = 300
 
 EXIT_OK, EXIT_CRASH, EXIT_DEADLOCK, EXIT_RUN_ERROR, EXIT_HARNESS, EXIT_NOT_EMULATABLE = 0, 2, 3, 4, 5, 6
@@ -77,6 +78,8 @@ class EmulatorBuild:
     log: str
     seconds: float
     not_emulatable: bool
+    status: Status = Status.OK  # rejected (what the object may not do) or emulation_failed
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,7 @@ class EmulatorRun:
     stderr: str
     seconds: float
     timed_out: bool
+    outputs: dict = field(default_factory=dict)  # (rank, slot) -> bytes of the last call
 
 
 def _find_ar() -> str:
@@ -151,7 +155,7 @@ def ensure_pch(cache_dir: Path, dtype_code: int) -> tuple[str, ...]:
     if not gch.is_file():
         folder.mkdir(parents=True, exist_ok=True)
         partial = folder / f"cuco_comm.h.gch.{os.getpid()}.{threading.get_ident()}.tmp"
-        cmd = [str(gxx), *_CANDIDATE_FLAGS, f"-DCUCO_DTYPE={dtype_code}", "-I", str(SHIM_INCLUDE), "-I",
+        cmd = [str(gxx), *CANDIDATE_FLAGS, f"-DCUCO_DTYPE={dtype_code}", "-I", str(SHIM_INCLUDE), "-I",
                str(RUNTIME_INCLUDE), "-x", "c++-header", str(RUNTIME_INCLUDE / "cuco_comm.h"), "-o", str(partial)]
         try:
             res = subprocess.run(cmd, capture_output=True, text=True, timeout=_COMPILE_TIMEOUT_S)
@@ -192,18 +196,53 @@ def _collect(item: tuple[str, subprocess.Popen]) -> list[str]:
 
 
 def compile_emulator(source: str, work_dir: Path, *, dtype_code: int, cache_dir: Path,
-                     extra_flags: tuple[str, ...] = ()) -> EmulatorBuild:
-    """Rewrite and compile one candidate into ``work_dir/emu``, linked with the cached runtime."""
-    gxx = find_gxx()
+                     extra_flags: tuple[str, ...] = (), check_object: bool = True) -> EmulatorBuild:
+    """Compile one candidate into ``work_dir/emu``: its object is built and checked in the sandbox
+    (``candidate_object``: no inline asm, only allowlisted symbols, no constructors, no overrides of
+    the runtime), then linked with the cached runtime, in the sandbox too.
+
+    ``extra_flags`` and ``check_object=False`` are for cuco's own test kernels only: an evaluation
+    never passes them."""
+    from evaluator import candidate_object  # noqa: PLC0415  (it reads this module's constants)
+
     start = time.monotonic()
-    work_dir = Path(work_dir)
+    work_dir = Path(work_dir).resolve()
+    if not check_object or extra_flags:
+        return _compile_unchecked(source, work_dir, dtype_code=dtype_code, cache_dir=cache_dir,
+                                  extra_flags=extra_flags, start=start)
+    obj = candidate_object.compile_candidate_object(source, work_dir, dtype_code=dtype_code, cache_dir=cache_dir)
+    if obj.findings:
+        first = obj.findings[0]
+        return _failed("\n".join(str(f) for f in obj.findings), start, not_emulatable=False, status=Status.REJECTED,
+                       reason=str(first))
+    if not obj.ok or obj.object is None:
+        return _failed(obj.log, start, not_emulatable=obj.not_emulatable)
+    return _link(obj.object, work_dir, ensure_runtime(Path(cache_dir).resolve()), obj.log, start)
+
+
+def _link(obj: Path, work_dir: Path, lib: Path, log: str, start: float) -> EmulatorBuild:
+    from evaluator import sandbox  # noqa: PLC0415
+
+    res = sandbox.run([str(find_gxx()), "-pthread", obj.name, str(lib), "-o", "emu"], workdir=work_dir,
+                      limits=sandbox.Limits(wall_s=_COMPILE_TIMEOUT_S, cpu_s=_COMPILE_TIMEOUT_S, file_size_bytes=256 << 20,
+                                            work_bytes=512 << 20),
+                      view=(*sandbox.system_view(), lib.parent), collect=("emu",))
+    binary = work_dir / "emu"
+    if res.returncode != 0 or res.timed_out or "emu" not in res.collected:
+        return _failed(f"{log}\nthe link failed: {res.output[-2000:]}".strip(), start, not_emulatable=False)
+    return EmulatorBuild(True, binary, log, time.monotonic() - start, not_emulatable=False)
+
+
+def _compile_unchecked(source: str, work_dir: Path, *, dtype_code: int, cache_dir: Path,
+                       extra_flags: tuple[str, ...], start: float) -> EmulatorBuild:
+    """One g++ call outside the sandbox, with extra flags: cuco's own test kernels (trusted code)."""
+    gxx = find_gxx()
     work_dir.mkdir(parents=True, exist_ok=True)
     try:
         rewritten = rewrite_for_cpu(source)
     except ValueError as exc:
         # The candidate already compiled with nvcc, so this is the rewrite's limit, not a bug.
-        return EmulatorBuild(False, None, f"source rewrite for the CPU emulator failed: {exc}",
-                             time.monotonic() - start, not_emulatable=True)
+        return _failed(f"source rewrite for the CPU emulator failed: {exc}", start, not_emulatable=True)
     lib = ensure_runtime(Path(cache_dir).resolve())  # g++ runs in work_dir: a relative path would miss
     pch = ensure_pch(Path(cache_dir).resolve(), int(dtype_code))
     src = work_dir / "candidate_cpu.cpp"
@@ -212,18 +251,22 @@ def compile_emulator(source: str, work_dir: Path, *, dtype_code: int, cache_dir:
     # File-scope __shared__ adds #line-corrected lines: numbers stay right, but g++ would echo the
     # text of the physical (rewritten) line under them, so leave the echo out in that case.
     caret = () if rewritten.count("\n") == source.count("\n") else ("-fno-diagnostics-show-caret",)
-    cmd = [str(gxx), *_CANDIDATE_FLAGS, *caret, f"-DCUCO_DTYPE={int(dtype_code)}", *pch, "-I", str(SHIM_INCLUDE),
+    cmd = [str(gxx), *CANDIDATE_FLAGS, *caret, f"-DCUCO_DTYPE={int(dtype_code)}", *pch, "-I", str(SHIM_INCLUDE),
            "-I", str(RUNTIME_INCLUDE), *extra_flags, str(src), str(lib), "-o", str(binary)]
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=_COMPILE_TIMEOUT_S, cwd=work_dir)
     except subprocess.TimeoutExpired:
-        return EmulatorBuild(False, None, f"g++ did not finish within {_COMPILE_TIMEOUT_S} s",
-                             time.monotonic() - start, not_emulatable=False)
+        return _failed(f"g++ did not finish within {_COMPILE_TIMEOUT_S} s", start, not_emulatable=False)
     log = (res.stdout + res.stderr).strip()
-    seconds = time.monotonic() - start
     if res.returncode == 0:
-        return EmulatorBuild(True, binary, log, seconds, not_emulatable=False)
-    return EmulatorBuild(False, None, log, seconds, not_emulatable=is_not_emulatable(log))
+        return EmulatorBuild(True, binary, log, time.monotonic() - start, not_emulatable=False)
+    return _failed(log, start, not_emulatable=is_not_emulatable(log))
+
+
+def _failed(log: str, start: float, *, not_emulatable: bool, status: Status = Status.EMULATION_FAILED,
+            reason: str = "") -> EmulatorBuild:
+    why = reason or ("not emulatable" if not_emulatable else "g++ could not compile the candidate for emulation")
+    return EmulatorBuild(False, None, log, time.monotonic() - start, not_emulatable, status, why)
 
 
 def is_not_emulatable(log: str) -> bool:
@@ -232,52 +275,40 @@ def is_not_emulatable(log: str) -> bool:
     return any(_NOT_EMULATABLE_RE.search(ln) for ln in lines)
 
 
-def write_manifest(path: Path, *, world: int, num_sms: int, iterations: int, stall_seconds: float,
-                   dims: Sequence[int], dtype_code: int, symm_bytes: int, workspace_bytes: int,
-                   inputs: Sequence[tuple[int, int, Path, int]], outputs: Sequence[tuple[int, int, Path, int]],
-                   stack_kib: int | None = None, runaway_seconds: int | None = None) -> Path:
-    """Write the emulator's manifest. ``inputs``/``outputs``: (rank, slot, path, nbytes).
+def run_emulator(binary: Path, *, world: int, dims: Sequence[int] = (0,), calls: int = 1,
+                 inputs: Optional[Mapping[tuple[int, int], bytes]] = None,
+                 outputs: Optional[Mapping[tuple[int, int], int]] = None, num_sms: int = 4, dtype_code: int = 0,
+                 symm_bytes: int = 0, workspace_bytes: int = 4096, stall_seconds: float = 3.0,
+                 runaway_seconds: Optional[int] = None, timeout_s: float = 60.0, cwd: Optional[Path] = None,
+                 manifest: Optional[str] = None) -> EmulatorRun:
+    """Run ``emu`` on ``world`` ranks outside the sandbox, in its own process group (killed whole on
+    timeout): a convenience for tests and tools; the evaluator runs it through its sandbox.
 
-    Optional: ``stack_kib`` per emulated thread (default 64), ``runaway_seconds`` after which a
-    thread that never yields is reported as a hang (default 20)."""
-    if not 1 <= world <= 32:
-        raise ValueError(f"world must be 1..32, got {world}")
-    if len(dims) > 8:
-        raise ValueError(f"at most 8 dims, got {len(dims)}")
-    lines = [f"world {world}", f"num_sms {num_sms}", f"iterations {iterations}", f"stall_seconds {stall_seconds}",
-             "dims " + " ".join(str(int(d)) for d in (list(dims) or [0])), f"dtype {dtype_code}",
-             f"symm_bytes {symm_bytes}", f"workspace_bytes {workspace_bytes}"]
-    if stack_kib:
-        lines.append(f"stack_kib {stack_kib}")
-    if runaway_seconds:
-        lines.append(f"runaway_seconds {runaway_seconds}")
-    for key, items in (("input", inputs), ("output", outputs)):
-        for rank, slot, file, nbytes in items:
-            text = str(file)
-            if "\n" in text or text != text.strip():
-                raise ValueError(f"unusable path for the manifest: {text!r}")
-            lines.append(f"{key} {rank} {slot} {int(nbytes)} {text}")
-    path = Path(path)
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    ``inputs``: (rank, slot) -> bytes, the same for every call; ``outputs``: (rank, slot) -> bytes
+    to allocate; the result's ``outputs`` hold the last call's. ``manifest`` replaces the manifest text."""
+    from evaluator import emulator_io  # noqa: PLC0415  (numpy: only when something runs)
 
-
-def run_emulator(binary: Path, manifest: Path, *, timeout_s: float, cwd: Path | None = None) -> EmulatorRun:
-    """Run ``emu MANIFEST`` in its own process group; on timeout the whole group is killed.
-
-    A convenience for tests and tools; the evaluator runs the binary through its sandbox.
-    """
+    inputs, outputs = dict(inputs or {}), dict(outputs or {})
+    sizes = [(r, c, False, s, len(b)) for c in range(1, calls + 1) for (r, s), b in sorted(inputs.items())]
+    sizes += [(r, c, True, s, n) for c in range(1, calls + 1) for (r, s), n in sorted(outputs.items())]
+    slots, size = emulator_io.layout(sizes)
+    text = manifest if manifest is not None else emulator_io.manifest_text(
+        world=world, num_sms=num_sms, calls=calls, stall_seconds=stall_seconds, dims=dims, dtype_code=dtype_code,
+        symm_bytes=symm_bytes, workspace_bytes=workspace_bytes, slots=slots, runaway_seconds=runaway_seconds)
+    data = {(r, c, s): b for c in range(1, calls + 1) for (r, s), b in inputs.items()}
     start = time.monotonic()
-    proc = subprocess.Popen([str(binary), str(manifest)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=cwd, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-        timed_out = False
-    except subprocess.TimeoutExpired:
+    with emulator_io.IoFiles(text, slots, size, data) as io:
+        proc = subprocess.Popen([str(binary), *map(str, io.fds)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, cwd=cwd, start_new_session=True, pass_fds=io.fds)
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        out, err = proc.communicate()
-        timed_out = True
-    return EmulatorRun(proc.returncode, out, err, time.monotonic() - start, timed_out)
+            out, err = proc.communicate(timeout=timeout_s)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            out, err = proc.communicate()
+            timed_out = True
+        got = {(r, s): io.output(r, calls, s) for (r, s) in outputs}
+    return EmulatorRun(proc.returncode, out, err, time.monotonic() - start, timed_out, got)

@@ -27,8 +27,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from design_space import cuda_scan as scan
-from design_space.cuda_scan import ID_CHARS
+from kernels import cuda_scan as scan
+from kernels.cuda_scan import ID_CHARS
 
 _SHARED_RE = re.compile(r"\b__shared__\b")
 _ALIGN_RE = re.compile(

@@ -132,7 +132,7 @@ def main(argv: list[str]) -> int:
         return steps.smoke_nccl(args.helper)
     if args.command == "smoke-symm":
         return steps.smoke_symm()
-    rows = steps.run_all(args.cache.resolve(), args.limit)
+    rows = steps.run_all(args.cache.resolve(), args.limit, args.out)
     text = table(rows)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -163,7 +163,7 @@ def _sub(args: list[str], timeout: float) -> tuple[str, str]:
     return ("ok" if p.returncode == 0 else "FAIL"), last
 
 
-def run_all(cache: Path, limit) -> list[tuple]:
+def run_all(cache: Path, limit, out_dir: Path | None = None) -> list[tuple]:
     from evaluator import toolchain
     from evaluator.gpu.shared_build import build_nccl_helper
 
@@ -181,6 +181,8 @@ def run_all(cache: Path, limit) -> list[tuple]:
                  f"{sum(b['ok'] for b in built)}/{len(built)} candidates", time.monotonic() - t))
     rows += verify_step(built, cache)
     rows += gemm_step(built, cache)
+    from gpu_calibrate import calibrate_step
+    rows += calibrate_step(cache, _matmul_seconds, out_dir)
     t = time.monotonic()
     helper = build_nccl_helper(arch=gc.ARCH, tc=toolchain.toolchain(), cache_dir=cache, work_dir=cache / "work" / "h")
     status, detail = _sub(["smoke-nccl", "--helper", str(helper.path)], 90) if helper.ok else ("FAIL", "no helper")

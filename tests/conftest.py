@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+import kernels  # noqa: F401  (registers the built-in kernel templates for tests that render)
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "allgather_gemm"
 

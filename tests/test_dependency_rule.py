@@ -1,4 +1,4 @@
-"""The star dependency rule (ARCHITECTURE section 1) and the identity of the `agents` package."""
+"""The layered dependency rule (README, "Layout") and the identity of the `agents` package."""
 
 import ast
 import subprocess
@@ -8,11 +8,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-OURS = {"design_space", "agents", "evaluator", "candidates_db", "cuco"}
+OURS = {"design_space", "kernels", "agents", "evaluator", "candidates_db", "cuco"}
+# design_space (the pure vocabulary) <- kernels (CUDA sources, renderers, CUDA-text tools)
+# <- agents, evaluator, candidates_db (never each other) <- cuco (the composition root)
 ALLOWED = {
     "design_space": set(),
-    "agents": {"design_space"},
-    "evaluator": {"design_space"},
+    "kernels": {"design_space"},
+    "agents": {"design_space", "kernels"},
+    "evaluator": {"design_space", "kernels"},
     "candidates_db": {"design_space"},
     "cuco": OURS,
 }

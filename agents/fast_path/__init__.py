@@ -1,5 +1,5 @@
 """The fast-path agent: from a host-driven seed program or a spec's reference to a correct,
-conservative, device-initiated generation-0 kernel (ARCHITECTURE section 6).
+conservative, device-initiated generation-0 kernel (README, "LLM agents").
 
 A LangGraph graph, checkpointed in SQLite (a killed run resumes): analyze -> choose -> write ->
 check -> judge -> ... -> annotate. ``run_fast_path`` is the entry; the loop lends it an

@@ -1,6 +1,6 @@
 """The fast path's analyze step: what the program to port communicates, as a short structured
 summary for the writer's prompt. No LLM: a host-driven seed ``.cu`` is scanned by
-``design_space.seed_analysis`` (collectives, kernels, streams, cuBLAS) and its buffers traced from
+``kernels.seed_analysis`` (collectives, kernels, streams, cuBLAS) and its buffers traced from
 collectives to the kernels that read them; without a seed, the spec reference's
 torch.distributed calls are read from its source."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Optional
 
 from design_space.patterns import Pattern
-from design_space.seed_analysis import SeedAnalysis, analyse_seed, reference_calls, strip_comments
+from kernels.seed_analysis import SeedAnalysis, analyse_seed, reference_calls, strip_comments
 from design_space.spec import KernelSpec
 
 _BASE = re.compile(r"[&*\s]*([A-Za-z_]\w*)")

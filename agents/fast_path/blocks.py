@@ -2,7 +2,7 @@
 bodies, and validate the result (removing the marker lines gives back the code; the host entry
 stays in place).
 
-``evolve_regions`` / ``frozen_text`` are ``design_space.evolve_blocks``'s, the guard's own: what
+``evolve_regions`` / ``frozen_text`` are ``kernels.evolve_blocks``'s, the guard's own: what
 this module calls frozen is what the guard will hold the slow path to.
 """
 
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from design_space.candidate import EVOLVE_END, EVOLVE_START
-from design_space.cuda_scan import blank, match_forward
-from design_space.evolve_blocks import HOST_ENTRY, evolve_regions, frozen_text  # noqa: F401  (re-exported)
+from kernels.cuda_scan import blank, match_forward
+from kernels.evolve_blocks import HOST_ENTRY, evolve_regions, frozen_text  # noqa: F401  (re-exported)
 
 # A line that holds nothing but a marker comment: removing it changes no code.
 _MARKER_LINE = re.compile(rf"^[ \t]*(?://|/\*)[ \t]*(?:{EVOLVE_START}|{EVOLVE_END})\b[^\n]*(?:\n|$)", re.M)

@@ -1,6 +1,6 @@
 """Evolve-block helpers: where a candidate may change and what must stay frozen.
 
-``evolve_regions`` / ``frozen_text`` are ``design_space.evolve_blocks``'s, the very functions the
+``evolve_regions`` / ``frozen_text`` are ``kernels.evolve_blocks``'s, the very functions the
 guard uses: a patch accepted here is never refused there for its frozen text.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from design_space.cuda_scan import line_of
-from design_space.evolve_blocks import evolve_regions, frozen_text  # noqa: F401  (re-exported)
+from kernels.cuda_scan import line_of
+from kernels.evolve_blocks import evolve_regions, frozen_text  # noqa: F401  (re-exported)
 
 
 def frozen_lines(src: str) -> list[tuple[int, str]]:

@@ -1,6 +1,7 @@
 """The prompt's character budget: what is cut, in which order, and the numbers for the figure.
 
-The reference system sent 250-300k characters per mutation prompt (REFERENCE section 1 context:
+The system we re-create (CUCo, arXiv 2603.02376, its public code) sent 250-300k characters per
+mutation prompt (context:
 whole logs, every inspiration in full, all docs). Ours is bounded: the prompt (system + user) is
 at most ``budget`` characters whenever its mandatory parts fit. Mandatory, never cut: the system
 text, the task and reply format, the workload spec, the parent's code and its evaluation summary.

@@ -1,4 +1,4 @@
-"""The slow path: LLMs mutate candidates inside their evolve blocks (ARCHITECTURE section 6).
+"""The slow path: LLMs mutate candidates inside their evolve blocks (README, "LLM agents").
 
 Per requested candidate: an island (round-robin over non-empty ones), a parent by the selection
 policy (and a second one for a crossover), inspirations (the island's best plus archive elites of

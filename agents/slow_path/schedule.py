@@ -3,7 +3,7 @@
 Early generations sample hotter, write more full rewrites and crossovers, and pick parents almost
 uniformly (power-law alpha near 0); later ones sample cooler, write mostly diffs, and pick the best
 parents (alpha up to 2). ``horizon`` is the generation by which exploitation is complete (the
-reference system ran 10-20 generations: REFERENCE section 1); a linear ramp in between.
+system we re-create, CUCo, arXiv 2603.02376, reports about 10-20 generations per run); a linear ramp in between.
 """
 
 from __future__ import annotations

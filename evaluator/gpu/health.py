@@ -64,8 +64,15 @@ def gpu_env() -> dict[str, str]:
 
 
 def gpu_limits(wall_s: float) -> sandbox.Limits:
-    """CUDA maps a huge virtual address space and NCCL starts many threads: no AS or task cap."""
-    return sandbox.Limits(wall_s=wall_s, address_space_bytes=None, file_size_bytes=1 << 30, processes=4096)
+    """CUDA maps a huge virtual address space and NCCL starts many threads: no AS or task cap. Host
+    memory is capped at half the machine's (a torch rank with CUDA and NCCL holds a few GiB, pinned
+    staging buffers more), not the 2 GiB a CPU stage gets."""
+    return sandbox.Limits(wall_s=wall_s, address_space_bytes=None, file_size_bytes=1 << 30, processes=4096,
+                          memory_bytes=_half_the_memory())
+
+
+def _half_the_memory() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
 
 
 def check_health(work_dir: Path, *, timeout_s: float = 60.0) -> HealthReport:

@@ -14,7 +14,7 @@ this mode (write its template arguments out).
 
 from __future__ import annotations
 
-from design_space import cuda_scan as scan
+from kernels import cuda_scan as scan
 from evaluator.source_rewrite import parse_launch  # the CPU rewrite's tested launch parser
 
 

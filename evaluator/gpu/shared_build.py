@@ -21,7 +21,7 @@ from typing import Optional
 from design_space.errors import ToolchainError
 from design_space.evaluation import trim_log
 from evaluator import sandbox
-from evaluator.build import runtime_digest
+from evaluator.build import nvcc_limits, nvcc_view, runtime_digest
 from evaluator.gpu.launch_rewrite import rewrite_launches_checked
 from evaluator.toolchain import RUNTIME_DIR, Toolchain
 
@@ -77,9 +77,9 @@ def _compile(source: str, flags: list[str], tag: str, tc: Toolchain, cache_dir: 
     start = time.monotonic()
     work_dir.mkdir(parents=True, exist_ok=True)
     (work_dir / "candidate.cu").write_text(source)
+    libs = (nccl_lib_dir(tc),) if "-l:libnccl.so.2" in flags else ()
     res = sandbox.run([str(tc.nvcc), *flags, "-o", "candidate.so", "candidate.cu"], workdir=work_dir,
-                      limits=sandbox.Limits(wall_s=timeout_s, cpu_s=int(timeout_s) + 10,
-                                            address_space_bytes=16 << 30))
+                      limits=nvcc_limits(timeout_s), view=nvcc_view(tc, libs), collect=("candidate.so",))
     ok = res.returncode == 0 and not res.timed_out and (work_dir / "candidate.so").is_file()
     log = trim_log(res.output + ("\n(nvcc timed out)" if res.timed_out else ""))
     if not res.timed_out:  # a timeout may be the machine's fault: do not cache it

@@ -105,6 +105,7 @@ __global__ void __launch_bounds__(CUCO_COLL_THREADS) cuco_coll_kernel(cuco_ctx c
 
 // Barrier (sources ready, destinations free), move or reduce, barrier (everything landed).
 static inline cudaError_t cuco_coll_run(const cuco_ctx& c, cuco_coll_args a, cudaStream_t s) {
+  CUCO_EMU_TRACE(CUCO_EMU_TR_COLL, a.bytes ? a.bytes : a.count * sizeof(cuco_t), (long)(intptr_t)s);
   CUCO_LAUNCH(cuco_coll_barrier_kernel, 1, 32, s, c);
   CUCO_LAUNCH(cuco_coll_kernel, CUCO_COLL_GRID, CUCO_COLL_THREADS, s, c, a);
   CUCO_LAUNCH(cuco_coll_barrier_kernel, 1, 32, s, c);

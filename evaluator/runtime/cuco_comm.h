@@ -46,7 +46,10 @@ static __device__ __forceinline__ uint64_t* cuco_peer_signals(const cuco_ctx& c,
 }
 #else
 // Peer `peer`'s symmetric buffer (peer == ctx.rank gives this rank's own).
-static __device__ __forceinline__ void* cuco_peer(const cuco_ctx& c, int peer) { return c.peer_symm[peer]; }
+static __device__ __forceinline__ void* cuco_peer(const cuco_ctx& c, int peer) {
+  if (peer != c.rank) CUCO_EMU_TRACE(CUCO_EMU_TR_PEER, 0, peer);
+  return c.peer_symm[peer];
+}
 // Peer `peer`'s signal pad.
 static __device__ __forceinline__ uint64_t* cuco_peer_signals(const cuco_ctx& c, int peer) {
   return c.peer_signals[peer];
@@ -55,12 +58,14 @@ static __device__ __forceinline__ uint64_t* cuco_peer_signals(const cuco_ctx& c,
 
 // Add `inc` to slot `slot` of `peer`'s signal pad, after everything this thread wrote.
 static __device__ __forceinline__ void cuco_signal_add(const cuco_ctx& c, int peer, int slot, uint64_t inc) {
+  CUCO_EMU_TRACE(CUCO_EMU_TR_SIGNAL, 0, slot);
   cuco_fence_system();
   cuco_add_release(cuco_peer_signals(c, peer) + slot, inc);
 }
 
 // Spin (this thread) until slot `slot` of this rank's pad holds at least `at_least`.
 static __device__ __forceinline__ void cuco_wait(const cuco_ctx& c, int slot, uint64_t at_least) {
+  CUCO_EMU_TRACE(CUCO_EMU_TR_WAIT, 0, slot);
   const uint64_t* p = c.signals + slot;
   uint64_t have;
   while ((have = cuco_ld_acquire(p)) < at_least) cuco_pause_on("cuco_wait", slot, have, at_least);
@@ -82,6 +87,7 @@ static __device__ __forceinline__ void cuco_barrier(const cuco_ctx& c, int index
 #else
   __syncthreads();
   if (cuco_cta_thread() == 0) {
+    CUCO_EMU_TRACE(CUCO_EMU_TR_BARRIER, 0, index);
     uint64_t* count = c.signals + CUCO_BAR_COUNTS + index;  // only this CTA of this rank touches it
     const uint64_t gen = *count + 1;
     *count = gen;
@@ -118,14 +124,17 @@ static __device__ __forceinline__ void cuco_copy_group(void* dst, const void* sr
 // The group variants must be called by every thread of the group; signal after a group sync.
 static __device__ __forceinline__ void cuco_put_thread(const cuco_ctx& c, int peer, size_t dst_offset,
                                                        const void* src, size_t bytes) {
+  CUCO_EMU_TRACE(CUCO_EMU_TR_PUT_THREAD, bytes, peer);
   cuco_copy_group(static_cast<char*>(cuco_peer(c, peer)) + dst_offset, src, bytes, 0, 1);
 }
 static __device__ __forceinline__ void cuco_put_warp(const cuco_ctx& c, int peer, size_t dst_offset,
                                                      const void* src, size_t bytes) {
+  if (cuco_cta_thread() % 32 == 0) CUCO_EMU_TRACE(CUCO_EMU_TR_PUT_WARP, bytes, peer);
   cuco_copy_group(static_cast<char*>(cuco_peer(c, peer)) + dst_offset, src, bytes, cuco_cta_thread() % 32, 32);
 }
 static __device__ __forceinline__ void cuco_put_cta(const cuco_ctx& c, int peer, size_t dst_offset,
                                                     const void* src, size_t bytes) {
+  if (cuco_cta_thread() == 0) CUCO_EMU_TRACE(CUCO_EMU_TR_PUT_CTA, bytes, peer);
   cuco_copy_group(static_cast<char*>(cuco_peer(c, peer)) + dst_offset, src, bytes, cuco_cta_thread(),
                   cuco_cta_threads());
 }
@@ -136,5 +145,6 @@ static __device__ __forceinline__ void cuco_put_cta(const cuco_ctx& c, int peer,
 #include "cuco_multimem.h"
 #include "cuco_copy_engine.h"
 #include "cuco_coll.h"
+#include "cuco_gemm.h"  // the tensor-core GEMM tile (docs/gemm_tile.md)
 
 #endif  // CUCO_COMM_H_

@@ -12,4 +12,6 @@ static inline void cuco_fence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST)
 static inline void cuco_pause_on(const char* what, long slot, unsigned long long have, unsigned long long want) {
   cuco_emu_block_wait(what, slot, have, want);
 }
+// Every comm operation reports to the emulator's trace (the observed design point).
+#define CUCO_EMU_TRACE(kind, bytes, slot) cuco_emu_trace((kind), (unsigned long long)(bytes), (long)(slot))
 #endif  // CUCO_COMM_CPU_H_

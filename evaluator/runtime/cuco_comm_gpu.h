@@ -21,4 +21,6 @@ static __device__ __forceinline__ void cuco_fence_system() { __threadfence_syste
 static __device__ __forceinline__ void cuco_pause_on(const char*, long, unsigned long long, unsigned long long) {
   __nanosleep(32);
 }
+// The CPU emulator's trace of comm operations: nothing on a GPU.
+#define CUCO_EMU_TRACE(kind, bytes, slot) ((void)0)
 #endif  // CUCO_COMM_GPU_H_

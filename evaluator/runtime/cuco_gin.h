@@ -92,6 +92,7 @@ static int cuco_gin_deliver_one(void) {
 }
 static void cuco_gin_put(const cuco_ctx& c, int gctx, int peer, size_t dst_offset, size_t src_offset,
                          size_t bytes, int slot, uint64_t inc) {
+  CUCO_EMU_TRACE(bytes ? CUCO_EMU_TR_GIN_PUT : CUCO_EMU_TR_GIN_SIGNAL, bytes, peer);
   static bool hooked = false;
   if (!hooked) cuco_emu_set_progress_hook(cuco_gin_deliver_one), hooked = true;
   if (cuco_gin_tail - cuco_gin_head == CUCO_GIN_QUEUE) cuco_gin_deliver_one();  // a full queue progresses

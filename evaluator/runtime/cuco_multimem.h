@@ -73,12 +73,14 @@ static __device__ __forceinline__ void* cuco_mm_address(const cuco_ctx& c, size_
 
 // Two consecutive elements at `offset` (aligned to two elements): the efficient forms.
 static __device__ __forceinline__ float2 cuco_mm_ld_reduce2(const cuco_ctx& c, size_t offset) {
+  CUCO_EMU_TRACE(CUCO_EMU_TR_MM_REDUCE, 2 * sizeof(cuco_t), 0);
 #if defined(CUCO_HAS_MULTIMEM_PTX)
   if (void* mc = cuco_mm_address(c, offset)) return cuco_mm_ld_reduce2_ptx(mc);
 #endif
   return make_float2(cuco_mm_ld_reduce_peers(c, offset), cuco_mm_ld_reduce_peers(c, offset + sizeof(cuco_t)));
 }
 static __device__ __forceinline__ void cuco_mm_st2(const cuco_ctx& c, size_t offset, float2 v) {
+  CUCO_EMU_TRACE(CUCO_EMU_TR_MM_STORE, 2 * sizeof(cuco_t), 0);
 #if defined(CUCO_HAS_MULTIMEM_PTX)
   if (void* mc = cuco_mm_address(c, offset)) return cuco_mm_st2_ptx(mc, v);
 #endif
@@ -89,6 +91,7 @@ static __device__ __forceinline__ void cuco_mm_st2(const cuco_ctx& c, size_t off
 // One element. A 16-bit element reduces through its aligned pair; a 16-bit store cannot be
 // narrowed to one element in the switch, so it goes to each peer (same result, more traffic).
 static __device__ __forceinline__ float cuco_mm_ld_reduce(const cuco_ctx& c, size_t offset) {
+  CUCO_EMU_TRACE(CUCO_EMU_TR_MM_REDUCE, sizeof(cuco_t), 0);
 #if defined(CUCO_HAS_MULTIMEM_PTX)
   const size_t pair = offset & ~(size_t)(2 * sizeof(cuco_t) - 1);
   if (void* mc = cuco_mm_address(c, pair)) {
@@ -99,6 +102,7 @@ static __device__ __forceinline__ float cuco_mm_ld_reduce(const cuco_ctx& c, siz
   return cuco_mm_ld_reduce_peers(c, offset);
 }
 static __device__ __forceinline__ void cuco_mm_st(const cuco_ctx& c, size_t offset, float v) {
+  CUCO_EMU_TRACE(CUCO_EMU_TR_MM_STORE, sizeof(cuco_t), 0);
 #if defined(CUCO_HAS_MULTIMEM_PTX) && CUCO_DTYPE == CUCO_F32
   if (void* mc = cuco_mm_address(c, offset)) {
     asm volatile("multimem.st.relaxed.sys.global.f32 [%0], %1;" ::"l"(mc), "f"(v) : "memory");

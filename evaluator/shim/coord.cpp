@@ -127,12 +127,34 @@ const char* signal_name(int sig) {
   }
 }
 
+int g_current_call = 0;
+
+// A fault inside a buffer this process may not touch: another rank's private memory, or its own
+// buffers of another call. Returns false when the address is in none of them.
+bool describe_foreign(const CrashRegion& r, uintptr_t a, char* buf, size_t n) {
+  if (a < r.lo || a >= r.hi) return false;
+  if (r.owner >= 0 && r.owner != g_crash_rank) {
+    snprintf(buf, n, " at %p (rank %d touched %s: another rank's memory is reachable only through the comm API -- "
+             "symmetric buffers, puts and signals)", (void*)a, g_crash_rank, r.name);
+    return true;
+  }
+  if (r.call > 0 && r.call != g_current_call) {
+    snprintf(buf, n, " at %p (%s is not accessible %s: every call gets fresh inputs and a fresh output buffer, so "
+             "results cannot be carried over between calls)", (void*)a, r.name,
+             g_current_call ? "during another call" : "outside its call");
+    return true;
+  }
+  return false;
+}
+
 void describe_address(const void* addr, char* buf, size_t n) {
   const uintptr_t a = (uintptr_t)addr;
   if (a < 65536) {
     snprintf(buf, n, " at %p (null pointer)", addr);
     return;
   }
+  for (int i = 0; i < g_nregions; ++i)
+    if (describe_foreign(g_regions[i], a, buf, n)) return;
   for (int i = 0; i < g_nregions; ++i) {
     const CrashRegion& r = g_regions[i];
     const uintptr_t guard_end = (r.hi + g_page - 1) / g_page * g_page + g_page;
@@ -144,6 +166,15 @@ void describe_address(const void* addr, char* buf, size_t n) {
       snprintf(buf, n, " at %p (%zu bytes past the end of %s)", addr, (size_t)(a - r.hi), r.name);
       return;
     }
+  }
+  // Beyond a guard page: name the nearest buffer below (an overrun rather than a stray pointer).
+  const CrashRegion* below = nullptr;
+  for (int i = 0; i < g_nregions; ++i)
+    if (g_regions[i].hi <= a && (!below || g_regions[i].hi > below->hi)) below = &g_regions[i];
+  if (below && a - below->hi < (uintptr_t)64 << 20) {
+    snprintf(buf, n, " at %p (%zu bytes past the end of %s, beyond its guard page)", addr, (size_t)(a - below->hi),
+             below->name);
+    return;
   }
   if (addr_in_current_dyn_guard(addr)) {
     snprintf(buf, n, " at %p (past the end of dynamic shared memory)", addr);
@@ -206,6 +237,8 @@ void start_runaway_watchdog(int rank, int seconds) {
   const itimerval tick{{1, 0}, {1, 0}};
   setitimer(ITIMER_REAL, &tick, nullptr);
 }
+
+void set_current_call(int call) { g_current_call = call; }
 
 void install_crash_handler(int rank, const CrashRegion* regions, int nregions, size_t page) {
   g_crash_rank = rank;

@@ -53,6 +53,8 @@ struct Block {
   size_t arena_key = 0;
   char* dyn = nullptr;
   size_t static_wm = 0;       // static shared bytes poisoned so far in this block
+  uint8_t did_comm = 0, did_mma = 0, did_xfer = 0;  // trace: communicated / ran GEMM tiles / moved data
+  uint32_t* issuers = nullptr;        // trace: per warp, the lanes that issued transfers
 };
 
 struct Launch {
@@ -68,6 +70,7 @@ struct Launch {
   std::vector<Block*> blocks;  // started and unfinished blocks
   std::vector<uint64_t> bbits; // blocks not started yet or with runnable threads
   long top_word = 0;           // no set bit above this word of bbits
+  uint32_t comm_blocks = 0, mma_blocks = 0, xfer_blocks = 0;  // trace: blocks that did each
 };
 
 // fiber.cpp
@@ -110,6 +113,15 @@ void require_host(const char* what);
 void host_wait(const char* what, long slot, bool (*done)(void*), void* arg);
 int unjoined_stream(cudaStream_t joined);  // id of a stream other than `joined` with work queued, or -1
 
+// trace.cpp: the observed design point's raw facts (summary written into the trace region)
+void trace_block_done(Block* b);
+void trace_launch_done(Launch* L, int stream_id);
+void trace_set_main_stream(int id);
+void trace_set_peer_ranges(const void* const* lo, const size_t* n, int count);
+void trace_copy(const void* dst, const void* src, size_t n, int stream_id);
+int trace_summary(char* buf, size_t cap, int calls);
+int stream_id(cudaStream_t s);  // streams.cpp
+
 // hostapi.cpp
 void set_num_sms(int n);
 void set_device_memory_budget(int rank, size_t bytes);  // cudaMalloc past it exits 7
@@ -117,11 +129,15 @@ void free_device(void* p);  // cudaFree without the implicit device sync (stream
 
 // coord.cpp: the process-level loop of one rank and its crash reports.
 struct CrashRegion {
-  uintptr_t lo, hi;  // the buffer
+  uintptr_t lo, hi;     // the buffer
+  uintptr_t region_lo;  // start of its mapping (red zone first)
   bool readonly;
+  int owner;            // the rank whose memory it is; -1: shared by every rank (symmetric, signals)
+  int call;             // the call (iteration) it belongs to; 0: every call
   char name[48];
 };
 void install_crash_handler(int rank, const CrashRegion* regions, int nregions, size_t page);
+void set_current_call(int call);  // for crash reports: which call's buffers are accessible
 void start_runaway_watchdog(int rank, int seconds);
 [[noreturn]] void fail(int code, const char* fmt, ...);
 // Exit codes beyond those of emu_main.cpp's header: the candidate broke its contract at run time.

@@ -1,11 +1,15 @@
-// cuco CPU emulator: the harness executable. `emu MANIFEST` runs a candidate's cuco_run on
-// `world` ranks (forked processes) over one shared arena and writes each rank's outputs.
+// cuco CPU emulator: the harness executable. `emu MANIFEST_FD IO_FD` runs a candidate's cuco_run
+// on `world` ranks (forked processes). Both descriptors come from the evaluator: the manifest is a
+// sealed file; the I/O file holds every rank's inputs and (poisoned) outputs, one region per call.
+// Each rank maps only its own regions; the evaluator reads the outputs after this process exits,
+// so nothing this process writes or prints decides the verdict.
 //
 // Exit codes: 0 ok, 2 a rank crashed, 3 deadlock, 4 cuco_run / CUDA error, 5 bad manifest or
 // harness error, 6 not emulatable, 7 memory violation (a red zone written, allocations over the
 // budget), 8 contract violation (work left on a stream cuco_run never joined). Diagnostics go to stderr, one summary line to stdout.
 // There is no wall-clock limit here: the Python sandbox that runs `emu` owns timeouts.
 #include <fcntl.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -40,33 +44,28 @@ void harness_barrier(RankRun& run, const char* what) {
     cuco_emu_block_wait(what, -1, have, target);
 }
 
-// Rank r starts iteration e only after rank r-1 has started it and handed the baton on, i.e.
-// is done with it or fully blocked: rank 0 always runs ahead, the same way on every run.
+// Ranks start a call one after another, each only once the one before it has started the call and
+// handed the baton on (done with it or fully blocked): rank 0 first in odd calls, the last rank first
+// in even ones. A run is one fixed interleaving, and between the two orders every rank runs ahead of
+// every peer once, so a missing wait on any peer's data shows in one of them, not by luck.
 void rank_gate(RankRun& run, uint64_t epoch) {
   SharedHeader* h = run.arena->header;
-  if (run.rank > 0) {
-    const uint64_t* prev = &h->ranks[run.rank - 1].epoch_started;
+  const int world = run.m->world;
+  const int before = epoch % 2 ? run.rank - 1 : run.rank + 1;
+  if (before >= 0 && before < world) {
+    const uint64_t* prev = &h->ranks[before].epoch_started;
     uint64_t have;
     while ((have = __atomic_load_n(prev, __ATOMIC_ACQUIRE)) < epoch)
-      cuco_emu_block_wait("rank gating", run.rank - 1, have, epoch);
+      cuco_emu_block_wait("rank gating", before, have, epoch);
   }
   __atomic_store_n(&h->ranks[run.rank].epoch_started, epoch, __ATOMIC_RELEASE);
-}
-
-void write_outputs(RankRun& run) {
-  for (const IoSpec& o : run.m->outputs) {
-    if (o.rank != run.rank) continue;
-    FILE* f = fopen(o.path.c_str(), "wb");
-    if (!f || fwrite(run.ctx.out[o.slot], 1, o.nbytes, f) != o.nbytes || fclose(f) != 0)
-      fail(5, "emu: rank %d cannot write output %d to %s", run.rank, o.slot, o.path.c_str());
-  }
 }
 
 // After a call: every red zone intact (a write that jumped a guard page, or landed before a
 // buffer, changed one) and no work left on a stream that cuco_run never joined into `stream`
 // (on a GPU the harness's timer, recorded on `stream`, would not see that work).
 void check_contract(RankRun& run, cudaStream_t stream, int it) {
-  const std::string oob = run.arena->check_red_zones();
+  const std::string oob = run.arena->check_red_zones(run.rank);
   if (!oob.empty()) fail(kExitMemory, "memory: found by rank %d after iteration %d: %s", run.rank, it, oob.c_str());
   if (stream == nullptr) return;
   const int left = unjoined_stream(stream);
@@ -80,15 +79,17 @@ void harness_host(void* arg) {
   RankRun& run = *static_cast<RankRun*>(arg);
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  trace_set_main_stream(stream_id(stream));
   for (int it = 1; it <= run.m->iterations; ++it) {
-    harness_barrier(run, "harness barrier (previous iteration done)");
-    run.arena->poison_rank(run.rank);  // outputs, symmetric buffer and workspace
+    harness_barrier(run, "harness barrier (previous call done)");
+    run.arena->poison_rank(run.rank);  // symmetric buffer and workspace; outputs arrive poisoned
+    run.arena->enter_call(run.rank, it, *run.m, &run.ctx);
     harness_barrier(run, "harness barrier (buffers poisoned)");
     rank_gate(run, (uint64_t)it);
     run.ctx.epoch = (uint64_t)it;
     const int rc = cuco_run(&run.ctx, stream);
     if (rc != 0)
-      fail(4, "error: rank %d cuco_run returned %d in iteration %d (last CUDA error: %s)", run.rank, rc, it,
+      fail(4, "error: rank %d cuco_run returned %d in call %d (last CUDA error: %s)", run.rank, rc, it,
            cudaGetErrorString(cudaPeekAtLastError()));
     const cudaError_t e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess) fail(4, "error: rank %d cudaStreamSynchronize: %s", run.rank, cudaGetErrorString(e));
@@ -96,17 +97,27 @@ void harness_host(void* arg) {
       fprintf(stderr, "warning: rank %d: CUDA error pending after cuco_run: %s\n", run.rank,
               cudaGetErrorString(cudaPeekAtLastError()));
     check_contract(run, stream, it);
+    // This call's outputs are final: work that touches them later (a stream never joined) faults.
+    run.arena->leave_call(run.rank, it, *run.m);
   }
-  // Right after the stream sync: work on streams that cuco_run never joined is not waited for.
-  write_outputs(run);
   harness_barrier(run, "harness barrier (exit)");
   check_contract(run, nullptr, run.m->iterations);  // peers' last writes are in by now
+  if (run.arena->trace) trace_summary(run.arena->trace, run.arena->trace_bytes - 1, run.m->iterations);
   run.arena->header->ranks[run.rank].done_ok = 1;
 }
 
-[[noreturn]] void child_main(const Manifest& m, Arena& arena, int rank, pid_t parent) {
+[[noreturn]] void child_main(const Manifest& m, Arena& arena, int rank, pid_t parent, int io_fd) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(5);
+  std::string err;
+  if (!arena.map_private(rank, m, io_fd, &err)) fail(5, "emu: %s", err.c_str());
+  close(io_fd);  // the mappings stay; the candidate gets no descriptor to the evaluator's file
+  const void* peers[CUCO_MAX_RANKS];
+  size_t sizes[CUCO_MAX_RANKS];
+  int npeers = 0;
+  for (int r = 0; r < m.world; ++r)
+    if (r != rank && arena.ranks[r].symm.ptr) peers[npeers] = arena.ranks[r].symm.ptr, sizes[npeers++] = arena.ranks[r].symm.n;
+  trace_set_peer_ranges(peers, sizes, npeers);
   install_crash_handler(rank, arena.regions.data(), (int)arena.regions.size(), arena.page);
   start_runaway_watchdog(rank, m.runaway_seconds);
   set_num_sms(m.num_sms);
@@ -181,31 +192,36 @@ Outcome wait_children(const std::vector<pid_t>& pids, SharedHeader* h) {
 
 int main(int argc, char** argv) {
   using namespace cuco_emu;
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s MANIFEST\n", argv[0]);
+  if (argc != 3) {
+    fprintf(stderr, "usage: %s MANIFEST_FD IO_FD\n", argv[0]);
     return 5;
   }
   const int64_t t0 = monotonic_ns();
+  const int manifest_fd = atoi(argv[1]), io_fd = atoi(argv[2]);
   static Manifest m;
   std::string err;
-  if (!parse_manifest(argv[1], &m, &err)) {
+  if (!read_manifest_fd(manifest_fd, &m, &err)) {
     fprintf(stderr, "emu: bad manifest: %s\n", err.c_str());
     printf("emu: failed code=5: bad manifest\n");
     return 5;
   }
+  close(manifest_fd);
   static Arena arena;
-  if (!arena.build(m, &err)) {
+  if (!arena.reserve_and_share(m, &err)) {
     fprintf(stderr, "emu: %s\n", err.c_str());
     printf("emu: failed code=5: harness error\n");
     return 5;
   }
   fflush(stdout);
   fflush(stderr);
+  // Not dumpable (inherited by the ranks): no rank may open another process's descriptors or
+  // memory through /proc, e.g. this process's I/O file, which holds every rank's inputs.
+  prctl(PR_SET_DUMPABLE, 0);
   const pid_t parent = getpid();
   std::vector<pid_t> pids;
   for (int r = 0; r < m.world; ++r) {
     const pid_t p = fork();
-    if (p == 0) child_main(m, arena, r, parent);
+    if (p == 0) child_main(m, arena, r, parent, io_fd);
     if (p < 0) {
       for (pid_t q : pids) kill(q, SIGKILL);
       fprintf(stderr, "emu: fork failed\n");
@@ -213,6 +229,7 @@ int main(int argc, char** argv) {
     }
     pids.push_back(p);
   }
+  close(io_fd);  // every rank has its own copy; this process reads nothing of it
   const Outcome out = wait_children(pids, arena.header);
   const double secs = (monotonic_ns() - t0) / 1e9;
   if (out.code == 0) {

@@ -110,7 +110,8 @@ cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, int) {
 
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int) {
   memset(p, 0, sizeof(*p));
-  snprintf(p->name, sizeof p->name, "cuco CPU emulator");
+  // the device the reported compute capability 9.0 belongs to: code must not tell it is emulated
+  snprintf(p->name, sizeof p->name, "NVIDIA H100 80GB HBM3");
   p->totalGlobalMem = size_t(1) << 34;
   p->sharedMemPerBlock = 49152;
   p->sharedMemPerBlockOptin = 232448;

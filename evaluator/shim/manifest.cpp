@@ -1,8 +1,10 @@
-// cuco CPU emulator: manifest parsing and the shared arena (see manifest.h).
+// cuco CPU emulator: manifest parsing and the address-space arena (see manifest.h).
 #include "manifest.h"
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <sstream>
 
@@ -14,20 +16,29 @@ bool bad(std::string* err, int line, const std::string& what) {
   return false;
 }
 
-bool parse_io(std::istringstream& in, int world, int slots, IoSpec* io) {
-  long long nbytes = -1;
-  if (!(in >> io->rank >> io->slot >> nbytes)) return false;
-  std::getline(in, io->path);
-  const size_t b = io->path.find_first_not_of(" \t");
-  io->path = b == std::string::npos ? "" : io->path.substr(b);
+size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// `io RANK CALL in|out SLOT OFFSET NBYTES REGION`
+bool parse_io(std::istringstream& in, const Manifest& m, IoSlot* io) {
+  std::string kind;
+  long long nbytes = -1, offset = -1, region = -1;
+  if (!(in >> io->rank >> io->iter >> kind >> io->slot >> offset >> nbytes >> region)) return false;
+  if (kind != "in" && kind != "out") return false;
+  io->output = kind == "out";
   io->nbytes = (size_t)nbytes;
-  return io->rank >= 0 && io->rank < world && io->slot >= 0 && io->slot < slots && nbytes > 0 && !io->path.empty();
+  io->offset = (uint64_t)offset;
+  io->region = (size_t)region;
+  const int slots = io->output ? CUCO_MAX_OUTPUTS : CUCO_MAX_INPUTS;
+  const long long page = sysconf(_SC_PAGESIZE);
+  return io->rank >= 0 && io->rank < m.world && io->iter >= 1 && io->iter <= m.iterations && io->slot >= 0 &&
+         io->slot < slots && nbytes > 0 && offset >= 0 && offset % page == 0 && region % page == 0 &&
+         region >= nbytes + page;
 }
 
 bool parse_line(const std::string& key, std::istringstream& in, Manifest* m, std::string* what) {
   if (key == "world") return (bool)(in >> m->world) && m->world >= 1 && m->world <= CUCO_MAX_RANKS;
   if (key == "num_sms") return (bool)(in >> m->num_sms) && m->num_sms >= 1;
-  if (key == "iterations") return (bool)(in >> m->iterations) && m->iterations >= 1;
+  if (key == "iterations") return (bool)(in >> m->iterations) && m->iterations >= 1 && m->iterations <= 64;
   if (key == "stall_seconds") return (bool)(in >> m->stall_seconds) && m->stall_seconds > 0;
   if (key == "dtype") return (bool)(in >> m->dtype) && m->dtype >= 0 && m->dtype <= 2;
   if (key == "symm_bytes") return (bool)(in >> m->symm_bytes);
@@ -44,135 +55,247 @@ bool parse_line(const std::string& key, std::istringstream& in, Manifest* m, std
     }
     return k > 0 && in.eof();
   }
-  if (key == "input" || key == "output") {
-    if (m->world == 0) {
-      *what = "'world' must come before inputs and outputs";
+  if (key == "trace") {
+    Manifest::Trace t{};
+    long long off = -1, n = -1;
+    if (!(in >> t.rank >> off >> n) || t.rank < 0 || t.rank >= m->world || off < 0 || n <= 0 ||
+        off % sysconf(_SC_PAGESIZE) != 0)
+      return false;
+    t.offset = (uint64_t)off;
+    t.bytes = (size_t)n;
+    m->traces.push_back(t);
+    return true;
+  }
+  if (key == "io") {
+    if (m->world == 0 || m->iterations == 0) {
+      *what = "'world' and 'iterations' must come before io lines";
       return false;
     }
-    IoSpec io;
-    if (!parse_io(in, m->world, key == "input" ? CUCO_MAX_INPUTS : CUCO_MAX_OUTPUTS, &io)) return false;
-    std::vector<IoSpec>& list = key == "input" ? m->inputs : m->outputs;
-    for (const IoSpec& o : list)
-      if (o.rank == io.rank && o.slot == io.slot) {
-        *what = "duplicate " + key;
+    IoSlot io;
+    if (!parse_io(in, *m, &io)) return false;
+    for (const IoSlot& o : m->io)
+      if (o.rank == io.rank && o.iter == io.iter && o.output == io.output && o.slot == io.slot) {
+        *what = "duplicate io slot";
         return false;
       }
-    list.push_back(io);
+    m->io.push_back(io);
     return true;
   }
   *what = "unknown key '" + key + "'";
   return false;
 }
 
-size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
-
 // Red-zone bytes: neither 0 nor 0xFF (the poison), so a stray zero or NaN store shows.
 constexpr unsigned char kCanary = 0xCA;
+
+char* map_fixed(char* at, size_t n, int prot, int flags, int fd, off_t off) {
+  void* p = mmap(at, n, prot, flags | MAP_FIXED, fd, off);
+  return p == MAP_FAILED ? nullptr : (char*)p;
+}
 }  // namespace
 
-bool parse_manifest(const char* path, Manifest* m, std::string* err) {
-  FILE* f = fopen(path, "r");
-  if (!f) {
-    *err = std::string("cannot open ") + path;
+bool read_manifest_fd(int fd, Manifest* m, std::string* err) {
+  std::string text;
+  char buf[4096];
+  ssize_t got;
+  while ((got = pread(fd, buf, sizeof buf, (off_t)text.size())) > 0) {
+    text.append(buf, (size_t)got);
+    if (text.size() > (1u << 20)) return bad(err, 0, "manifest larger than 1 MiB");
+  }
+  if (got < 0) {
+    *err = std::string("cannot read the manifest: ") + strerror(errno);
     return false;
   }
-  char buf[4096];
+  std::istringstream lines(text);
+  std::string s;
   int line = 0;
-  bool ok = true;
-  while (ok && fgets(buf, sizeof buf, f)) {
+  while (std::getline(lines, s)) {
     ++line;
-    std::string s(buf);
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    while (!s.empty() && s.back() == '\r') s.pop_back();
     std::istringstream in(s);
-    std::string key;
+    std::string key, what;
     if (!(in >> key) || key[0] == '#') continue;
-    std::string what;
-    if (!parse_line(key, in, m, &what)) ok = bad(err, line, what.empty() ? "bad value for '" + key + "'" : what);
+    if (!parse_line(key, in, m, &what)) return bad(err, line, what.empty() ? "bad value for '" + key + "'" : what);
   }
-  fclose(f);
-  if (ok && m->world == 0) ok = bad(err, line, "missing 'world'");
-  return ok;
+  if (m->world == 0) return bad(err, line, "missing 'world'");
+  return true;
 }
 
-bool Arena::build(const Manifest& m, std::string* err) {
-  page = (size_t)sysconf(_SC_PAGESIZE);
-  ranks.assign(m.world, RankBufs{});
-  struct Plan {
-    Buf* buf;
-    size_t n;
-    std::string name;
-    bool readonly;
-    bool poison;  // 0xFF (NaN) instead of the mapping's zeros; signal pads must start at 0
-  };
+namespace {
+struct Plan {
+  Arena::Buf* buf;
+  size_t n;
+  std::string name;
+  int owner;  // -1 shared
+  int call;   // 0 every call
+  bool readonly;
+  bool poison;       // 0xFF (NaN) at start; signal pads must start at 0
+  const IoSlot* io;  // from the I/O file, else anonymous memory
+};
+
+std::vector<Plan> make_plan(Arena& a, const Manifest& m) {
   std::vector<Plan> plan;
   for (int r = 0; r < m.world; ++r) {
-    const std::string rk = "rank " + std::to_string(r) + " ";
-    RankBufs& rb = ranks[r];
-    plan.push_back({&rb.symm, m.symm_bytes, rk + "symmetric buffer", false, true});
-    plan.push_back({&rb.signals, CUCO_SIGNAL_SLOTS * sizeof(uint64_t), rk + "signal pad", false, false});
-    plan.push_back({&rb.workspace, m.workspace_bytes, rk + "workspace", false, true});
-    for (const IoSpec& io : m.inputs)
-      if (io.rank == r) plan.push_back({&rb.in[io.slot], io.nbytes, rk + "input " + std::to_string(io.slot), true, false});
-    for (const IoSpec& io : m.outputs)
-      if (io.rank == r) plan.push_back({&rb.out[io.slot], io.nbytes, rk + "output " + std::to_string(io.slot), false, true});
+    const std::string rk = "rank " + std::to_string(r) + "'s ";
+    Arena::RankBufs& rb = a.ranks[r];
+    plan.push_back({&rb.symm, m.symm_bytes, rk + "symmetric buffer", -1, 0, false, true, nullptr});
+    plan.push_back({&rb.signals, CUCO_SIGNAL_SLOTS * sizeof(uint64_t), rk + "signal pad", -1, 0, false, false, nullptr});
+    plan.push_back({&rb.workspace, m.workspace_bytes, rk + "workspace", r, 0, false, true, nullptr});
   }
-  // Per buffer: red page, buffer region (ends page-aligned), guard page.
-  size_t total = round_up(sizeof(SharedHeader), page) + page;
-  for (const Plan& p : plan) total += page + round_up(p.n ? p.n : 1, page) + page;
-  char* base = (char*)mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  for (const IoSlot& io : m.io) {
+    auto& list = io.output ? a.ranks[io.rank].out[io.slot] : a.ranks[io.rank].in[io.slot];
+    if ((int)list.size() < m.iterations) list.resize(m.iterations);
+  }
+  for (const IoSlot& io : m.io) {
+    auto& list = io.output ? a.ranks[io.rank].out[io.slot] : a.ranks[io.rank].in[io.slot];
+    const std::string name = "rank " + std::to_string(io.rank) + "'s " + (io.output ? "output " : "input ") +
+                             std::to_string(io.slot) + " of call " + std::to_string(io.iter);
+    plan.push_back({&list[io.iter - 1], io.nbytes, name, io.rank, io.iter, !io.output, false, &io});
+  }
+  return plan;
+}
+}  // namespace
+
+bool Arena::reserve_and_share(const Manifest& m, std::string* err) {
+  page = (size_t)sysconf(_SC_PAGESIZE);
+  ranks.assign(m.world, RankBufs{});
+  std::vector<Plan> plan = make_plan(*this, m);
+  // Per buffer: red page + buffer (ending page-aligned) + guard page; the I/O file fixes the
+  // region size of its buffers.
+  const size_t head = round_up(sizeof(SharedHeader), page);
+  size_t total = head + page;
+  for (const Plan& p : plan) total += (p.io ? p.io->region : page + round_up(p.n ? p.n : 1, page)) + page;
+  char* base = (char*)mmap(nullptr, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (base == MAP_FAILED) {
-    *err = "cannot map a shared arena of " + std::to_string(total) + " bytes";
+    *err = "cannot reserve an arena of " + std::to_string(total) + " bytes";
+    return false;
+  }
+  if (!map_fixed(base, head, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)) {
+    *err = "cannot map the harness header";
     return false;
   }
   header = reinterpret_cast<SharedHeader*>(base);
-  size_t off = round_up(sizeof(SharedHeader), page);
-  mprotect(base + off, page, PROT_NONE);
-  off += page;
-  std::string prev;
-  auto add_red_zone = [&](unsigned char* lo, size_t n, const Plan& p, bool after) {
-    if (n == 0) return;
-    memset(lo, kCanary, n);
-    RedZone z{lo, n, p.buf->ptr, p.n, after, {}, {}};
-    snprintf(z.name, sizeof z.name, "%s", p.name.c_str());
-    snprintf(z.prev, sizeof z.prev, "%s", prev.c_str());
-    red.push_back(z);
-  };
+  size_t off = head + page;
   for (const Plan& p : plan) {
-    const size_t region = round_up(p.n ? p.n : 1, page);
-    char* red_lo = base + off;
-    char* end = red_lo + page + region;
-    p.buf->n = p.n;
-    p.buf->ptr = p.n ? end - round_up(p.n, 16) : nullptr;
-    mprotect(end, page, PROT_NONE);
-    if (p.n) {
-      CrashRegion cr{(uintptr_t)p.buf->ptr, (uintptr_t)p.buf->ptr + p.n, p.readonly, {}};
+    const size_t region = p.io ? p.io->region : page + round_up(p.n ? p.n : 1, page);
+    Buf& b = *p.buf;
+    b.region = base + off;
+    b.region_len = region;
+    b.n = p.n;
+    b.ptr = p.n ? b.region + region - round_up(p.n, 16) : nullptr;
+    off += region + page;
+    if (b.ptr) {
+      CrashRegion cr{(uintptr_t)b.ptr, (uintptr_t)b.ptr + b.n, (uintptr_t)b.region, p.readonly, p.owner, p.call, {}};
       snprintf(cr.name, sizeof cr.name, "%s", p.name.c_str());
       regions.push_back(cr);
-      if (p.poison) memset(p.buf->ptr, 0xFF, p.n);
-      add_red_zone((unsigned char*)red_lo, (size_t)(p.buf->ptr - red_lo), p, false);
-      add_red_zone((unsigned char*)p.buf->ptr + p.n, (size_t)(end - p.buf->ptr - p.n), p, true);
-      prev = p.name;
     }
-    off += page + region + page;
-  }
-  for (const IoSpec& io : m.inputs) {
-    Buf& b = ranks[io.rank].in[io.slot];
-    FILE* f = fopen(io.path.c_str(), "rb");
-    const bool ok = f && fread(b.ptr, 1, b.n, f) == b.n;
-    if (f) fclose(f);
-    if (!ok) {
-      *err = "cannot read " + std::to_string(b.n) + " bytes of input from " + io.path;
+    if (p.owner >= 0) continue;  // private: mapped by its owner after fork
+    if (!map_fixed(b.region, region, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)) {
+      *err = "cannot map " + p.name;
       return false;
     }
-    // Inputs are read-only: a candidate that writes them would change its own later iterations.
-    char* lo = (char*)((uintptr_t)b.ptr & ~(uintptr_t)(page - 1));
-    mprotect(lo, round_up(b.n, page), PROT_READ);
+    if (b.ptr && p.poison) memset(b.ptr, 0xFF, b.n);
+    if (b.ptr) {
+      memset(b.region, kCanary, (size_t)(b.ptr - b.region));
+      memset(b.ptr + b.n, kCanary, (size_t)(b.region + region - b.ptr - b.n));
+      RedZone lo{(unsigned char*)b.region, (size_t)(b.ptr - b.region), b.ptr, b.n, false, -1, {}};
+      RedZone hi{(unsigned char*)b.ptr + b.n, (size_t)(b.region + region - b.ptr - b.n), b.ptr, b.n, true, -1, {}};
+      snprintf(lo.name, sizeof lo.name, "%s", p.name.c_str());
+      snprintf(hi.name, sizeof hi.name, "%s", p.name.c_str());
+      red.push_back(lo);
+      if (hi.n) red.push_back(hi);
+    }
   }
   header->world = m.world;
   header->stall_seconds = m.stall_seconds;
   header->last_progress_ns = monotonic_ns();
   header->ranks[0].turn = 1;  // rank 0 holds the baton first
   return true;
+}
+
+bool Arena::map_private(int rank, const Manifest& m, int io_fd, std::string* err) {
+  RankBufs& rb = ranks[rank];
+  Buf& w = rb.workspace;
+  if (w.region && !map_fixed(w.region, w.region_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)) {
+    *err = "cannot map rank " + std::to_string(rank) + "'s workspace";
+    return false;
+  }
+  if (w.ptr) {
+    memset(w.region, kCanary, (size_t)(w.ptr - w.region));
+    memset(w.ptr + w.n, kCanary, (size_t)(w.region + w.region_len - w.ptr - w.n));
+    RedZone lo{(unsigned char*)w.region, (size_t)(w.ptr - w.region), w.ptr, w.n, false, rank, {}};
+    RedZone hi{(unsigned char*)w.ptr + w.n, (size_t)(w.region + w.region_len - w.ptr - w.n), w.ptr, w.n, true, rank, {}};
+    snprintf(lo.name, sizeof lo.name, "rank %d's workspace", rank);
+    snprintf(hi.name, sizeof hi.name, "rank %d's workspace", rank);
+    red.push_back(lo);
+    if (hi.n) red.push_back(hi);
+  }
+  struct stat st{};
+  if (fstat(io_fd, &st) != 0) {
+    *err = std::string("cannot read the I/O file: ") + strerror(errno);
+    return false;
+  }
+  for (const Manifest::Trace& t : m.traces) {
+    if (t.rank != rank) continue;
+    if (t.offset + t.bytes > (uint64_t)st.st_size) {
+      *err = "rank " + std::to_string(rank) + "'s trace region ends beyond the I/O file";
+      return false;
+    }
+    void* p = mmap(nullptr, t.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, io_fd, (off_t)t.offset);
+    if (p == MAP_FAILED) {
+      *err = "cannot map rank " + std::to_string(rank) + "'s trace region";
+      return false;
+    }
+    trace = (char*)p;
+    trace_bytes = t.bytes;
+  }
+  for (const IoSlot& io : m.io) {
+    if (io.rank != rank) continue;
+    if (io.offset + io.region > (uint64_t)st.st_size) {
+      *err = "rank " + std::to_string(rank) + "'s I/O region ends beyond the I/O file";
+      return false;
+    }
+    const Buf& b = io.output ? rb.out[io.slot][io.iter - 1] : rb.in[io.slot][io.iter - 1];
+    // Inaccessible until its call: enter_call opens it. The evaluator wrote the inputs, the
+    // outputs' poison and the red zones' canaries; after this process exits it reads the outputs
+    // and checks their red zones itself.
+    if (!map_fixed(b.region, b.region_len, PROT_NONE, MAP_SHARED, io_fd, (off_t)io.offset)) {
+      *err = "cannot map rank " + std::to_string(rank) + "'s I/O region: " + strerror(errno);
+      return false;
+    }
+  }
+  return true;
+}
+
+void Arena::enter_call(int rank, int it, const Manifest& m, cuco_ctx* ctx) const {
+  const RankBufs& rb = ranks[rank];
+  for (int s = 0; s < CUCO_MAX_INPUTS; ++s) {
+    ctx->in[s] = nullptr;
+    if ((int)rb.in[s].size() < it || !rb.in[s][it - 1].ptr) continue;
+    const Buf& b = rb.in[s][it - 1];
+    mprotect(b.region, b.region_len, PROT_READ);  // inputs are read-only: later calls get fresh ones
+    ctx->in[s] = b.ptr;
+  }
+  for (int s = 0; s < CUCO_MAX_OUTPUTS; ++s) {
+    ctx->out[s] = nullptr;
+    if ((int)rb.out[s].size() < it || !rb.out[s][it - 1].ptr) continue;
+    const Buf& b = rb.out[s][it - 1];
+    mprotect(b.region, b.region_len, PROT_READ | PROT_WRITE);
+    ctx->out[s] = b.ptr;
+  }
+  (void)m;
+  set_current_call(it);
+}
+
+void Arena::leave_call(int rank, int it, const Manifest& m) const {
+  const RankBufs& rb = ranks[rank];
+  for (int s = 0; s < CUCO_MAX_INPUTS; ++s)
+    if ((int)rb.in[s].size() >= it && rb.in[s][it - 1].ptr) mprotect(rb.in[s][it - 1].region, rb.in[s][it - 1].region_len, PROT_NONE);
+  for (int s = 0; s < CUCO_MAX_OUTPUTS; ++s)
+    if ((int)rb.out[s].size() >= it && rb.out[s][it - 1].ptr)
+      mprotect(rb.out[s][it - 1].region, rb.out[s][it - 1].region_len, PROT_NONE);
+  (void)m;
+  set_current_call(0);
 }
 
 void Arena::fill_ctx(int rank, const Manifest& m, cuco_ctx* c) const {
@@ -183,8 +306,6 @@ void Arena::fill_ctx(int rank, const Manifest& m, cuco_ctx* c) const {
   c->num_sms = m.num_sms;
   c->dtype = m.dtype;
   memcpy(c->dims, m.dims, sizeof(c->dims));
-  for (int s = 0; s < CUCO_MAX_INPUTS; ++s) c->in[s] = rb.in[s].ptr;
-  for (int s = 0; s < CUCO_MAX_OUTPUTS; ++s) c->out[s] = rb.out[s].ptr;
   c->symm = rb.symm.ptr;
   c->symm_bytes = rb.symm.n;
   for (int r = 0; r < m.world; ++r) {
@@ -198,30 +319,26 @@ void Arena::fill_ctx(int rank, const Manifest& m, cuco_ctx* c) const {
 }
 
 void Arena::poison_rank(int rank) const {
-  // 0xFF bytes are NaN in fp32, fp16 and bf16: unwritten outputs and unsent data show up.
+  // 0xFF bytes are NaN in fp32, fp16 and bf16: data never sent shows up.
   const RankBufs& rb = ranks[rank];
-  for (const Buf* b : {&rb.symm, &rb.workspace, &rb.out[0], &rb.out[1]})
+  for (const Buf* b : {&rb.symm, &rb.workspace})
     if (b->ptr) memset(b->ptr, 0xFF, b->n);
 }
 
-std::string Arena::check_red_zones() const {
+std::string Arena::check_red_zones(int rank) const {
   for (const RedZone& z : red) {
+    if (z.owner >= 0 && z.owner != rank) continue;
     size_t i = 0;
     while (i < z.n && z.lo[i] == kCanary) ++i;
     if (i == z.n) continue;
     char line[320];
     const unsigned char* at = z.lo + i;
-    if (z.after) {
-      snprintf(line, sizeof line, "out-of-bounds write %zu bytes past the end of %s", (size_t)(at - (const unsigned char*)z.buf - z.buf_n),
-               z.name);
-    } else {
-      const size_t before = (size_t)((const unsigned char*)z.buf - at);
-      if (z.prev[0])
-        snprintf(line, sizeof line, "out-of-bounds write %zu bytes before the start of %s (or past the end of %s, beyond "
-                 "its guard page)", before, z.name, z.prev);
-      else
-        snprintf(line, sizeof line, "out-of-bounds write %zu bytes before the start of %s", before, z.name);
-    }
+    if (z.after)
+      snprintf(line, sizeof line, "out-of-bounds write %zu bytes past the end of %s",
+               (size_t)(at - (const unsigned char*)z.buf - z.buf_n), z.name);
+    else
+      snprintf(line, sizeof line, "out-of-bounds write %zu bytes before the start of %s (or beyond the guard page "
+               "after the buffer in front of it)", (size_t)((const unsigned char*)z.buf - at), z.name);
     return line;
   }
   return "";

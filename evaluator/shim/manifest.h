@@ -1,4 +1,4 @@
-// cuco CPU emulator: the run manifest (text, one setting per line) and the shared arena.
+// cuco CPU emulator: the run manifest (text, one setting per line) and the address-space arena.
 #ifndef CUCO_EMU_MANIFEST_H_
 #define CUCO_EMU_MANIFEST_H_
 #include <stddef.h>
@@ -11,10 +11,15 @@
 
 namespace cuco_emu {
 
-struct IoSpec {
-  int rank, slot;
-  size_t nbytes;
-  std::string path;
+// One input or output buffer of one rank for one call (iteration), inside the I/O file the
+// evaluator created: its region starts at `offset` (page-aligned) and holds a red zone (canary
+// bytes, at least a page) followed by the buffer, which ends 16-byte aligned at the region's end.
+struct IoSlot {
+  int rank = 0, iter = 0, slot = 0;
+  bool output = false;
+  size_t nbytes = 0;
+  uint64_t offset = 0;
+  size_t region = 0;  // bytes of the region (a multiple of the page size)
 };
 
 struct Manifest {
@@ -24,16 +29,25 @@ struct Manifest {
   int64_t dims[CUCO_MAX_DIMS] = {};
   size_t symm_bytes = 0, workspace_bytes = 0, stack_kib = 64;
   size_t device_memory_bytes = size_t(256) << 20;  // per rank: cudaMalloc past it is refused (exit 7)
-  std::vector<IoSpec> inputs, outputs;
+  std::vector<IoSlot> io;
+  struct Trace {
+    int rank;
+    uint64_t offset;
+    size_t bytes;
+  };
+  std::vector<Trace> traces;  // where each rank writes what it was observed to do
 };
 
-bool parse_manifest(const char* path, Manifest* m, std::string* err);
+// The manifest comes from a sealed file descriptor the evaluator made (never a path).
+bool read_manifest_fd(int fd, Manifest* m, std::string* err);
 
-// One MAP_SHARED mapping made before fork: the header, then per rank its symmetric buffer,
-// signal pad, inputs, outputs and workspace. Every buffer ends where a PROT_NONE guard page
-// starts (16-byte aligned start), so a write one element past it faults; a red zone of canary
-// bytes (one page, plus the alignment slack before and after the buffer) lies in front of every
-// buffer, so a write that jumps a guard page, or lands before a buffer, is found after the run.
+// Every rank's buffers at fixed addresses inside ONE reserved range, identical in every rank's
+// process. Shared (mapped before fork): the harness header and every rank's symmetric buffer and
+// signal pad. Private (mapped by the owner only, after fork): its workspace and its inputs and
+// outputs, one region per call, from the evaluator's I/O file. In any other rank the private
+// ranges stay PROT_NONE, so touching another rank's memory faults and the crash report names
+// whose memory it was: peers are reachable only through the comm API. Each buffer ends at a
+// PROT_NONE guard page and starts after a red zone of canary bytes checked after every call.
 struct Arena {
   struct RedZone {
     unsigned char* lo;
@@ -41,27 +55,37 @@ struct Arena {
     const char* buf;  // start of the buffer the zone is next to
     size_t buf_n;
     bool after;       // the slack after the buffer's end (else the page and slack before it)
-    char name[48];    // that buffer
-    char prev[48];    // the buffer before the guard page in front of this zone ("" for the first)
+    int owner;        // -1: shared (checked by every rank)
+    char name[64];
   };
   struct Buf {
-    char* ptr = nullptr;
+    char* ptr = nullptr;  // the buffer
     size_t n = 0;
+    char* region = nullptr;  // red zone + buffer, page-aligned
+    size_t region_len = 0;
   };
   struct RankBufs {
-    Buf symm, signals, workspace, in[CUCO_MAX_INPUTS], out[CUCO_MAX_OUTPUTS];
+    Buf symm, signals, workspace;
+    std::vector<Buf> in[CUCO_MAX_INPUTS], out[CUCO_MAX_OUTPUTS];  // one per call
   };
   SharedHeader* header = nullptr;
   std::vector<RankBufs> ranks;
+  char* trace = nullptr;  // this rank's trace region (after map_private)
+  size_t trace_bytes = 0;
   std::vector<CrashRegion> regions;
   std::vector<RedZone> red;
   size_t page = 4096;
 
-  bool build(const Manifest& m, std::string* err);
+  bool reserve_and_share(const Manifest& m, std::string* err);  // before fork
+  bool map_private(int rank, const Manifest& m, int io_fd, std::string* err);  // in rank `rank`'s process
+  // Call `it` (1-based) of `rank`: its inputs readable, its outputs writable, every other call's
+  // buffers inaccessible; ctx.in/out point at this call's buffers.
+  void enter_call(int rank, int it, const Manifest& m, cuco_ctx* ctx) const;
+  void leave_call(int rank, int it, const Manifest& m) const;
   void fill_ctx(int rank, const Manifest& m, cuco_ctx* ctx) const;
-  void poison_rank(int rank) const;
-  // The first changed red-zone byte as one report line ("" when every zone is intact).
-  std::string check_red_zones() const;
+  void poison_rank(int rank) const;  // symmetric buffer and workspace (outputs arrive poisoned)
+  // The first changed red-zone byte this rank can see, as one report line ("" when intact).
+  std::string check_red_zones(int rank) const;
 };
 
 }  // namespace cuco_emu

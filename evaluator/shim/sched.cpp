@@ -137,6 +137,7 @@ static Block* start_block(Launch* L, uint64_t i) {
 
 static void finish_block(Block* b) {
   Launch* L = b->L;
+  trace_block_done(b);
   block_arena_put(b);
   L->blocks[b->linear] = nullptr;
   delete[] b->threads;

@@ -171,8 +171,14 @@ int unjoined_stream(cudaStream_t joined) {
   return -1;
 }
 
+int stream_id(cudaStream_t h) {
+  const Stream* s = resolve(h);
+  return s ? s->id : -1;
+}
+
 void kernel_done(Launch* L) {
   Stream* s = L->stream;
+  trace_launch_done(L, s->id);
   s->q.pop_front();
   ++s->completed;
   s->kernel_running = false;
@@ -342,6 +348,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind
   op.dst = dst;
   op.src = src;
   op.n = n;
+  cuco_emu::trace_copy(dst, src, n, cuco_emu::stream_id(s));
   const bool from_host = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyHostToHost ||
                          (kind == cudaMemcpyDefault && cuco_emu::host_stack_holds(src));
   if (from_host) {
@@ -376,6 +383,7 @@ cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
   if ((unsigned)kind > cudaMemcpyDefault) return set_error(cudaErrorInvalidMemcpyDirection);
   cudaDeviceSynchronize();
+  cuco_emu::trace_copy(dst, src, n, -1);
   memmove(dst, src, n);
   return cudaSuccess;
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from design_space.templates.moe_dispatch_combine import expert_popularity
+from design_space.families.moe_dispatch_combine import expert_popularity
 
 # Largest integer every element of the dtype holds exactly (expert ids travel as floats).
 _EXACT = {torch.bfloat16: 256, torch.float16: 2048, torch.float32: 1 << 24}

@@ -4,7 +4,7 @@ from design_space import DType, KernelSpec, ShapeCase
 
 # DeepSeek-V3 MoE layer (hidden 7168, 256 routed experts, top-8, expert intermediate 2048);
 # skew 60 = Zipf exponent 0.6 over expert popularity: the busiest rank gets ~1.34x the mean rows
-# at 8 ranks (design_space.templates.moe_dispatch_combine.rank_loads).
+# at 8 ranks (design_space.families.moe_dispatch_combine.rank_loads).
 _V3 = {"h": 7168, "f": 2048, "e": 256, "k": 8, "skew": 60}
 
 SPEC = KernelSpec(

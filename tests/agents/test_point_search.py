@@ -5,6 +5,7 @@ import math
 import pytest
 
 import design_space as ds
+from design_space.code_features import TENSOR_CORE_TYPICAL
 from agents import ProposalRequest, TemplateProposer
 from agents.point_search import Correction, features, observe, prior_for
 
@@ -41,7 +42,8 @@ def test_prior_is_the_log_of_the_evaluators_simulated_fitness(spec, prior):
     point = prior.points[17]
     speedups = []
     for shape in spec.shapes:
-        est = ds.estimate(PATTERN.cost(shape.dims, 8, spec.dtype), point, 8, H100, spec.dtype.value)
+        est = ds.estimate(PATTERN.cost(shape.dims, 8, spec.dtype), point, 8, H100, spec.dtype.value,
+                          features=TENSOR_CORE_TYPICAL)
         speedups.append(est.baseline / est.simulated)
     geomean = math.exp(sum(map(math.log, speedups)) / len(speedups))
     assert prior.log_fitness[17] == pytest.approx(math.log(geomean))

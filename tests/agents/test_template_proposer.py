@@ -7,6 +7,7 @@ import statistics
 import pytest
 
 import design_space as ds
+from design_space.code_features import TENSOR_CORE_TYPICAL
 from agents import ProposalRequest, TemplateProposer, conservative_point, create_proposer, proposer_names
 
 PATTERN = ds.get_pattern("allgather_gemm")
@@ -27,7 +28,8 @@ def _request(spec, generation=0, count=8, seed=0, history=(), known=frozenset(),
 def _timings(spec, point, factor=1.0):
     out = []
     for shape in spec.shapes:
-        est = ds.estimate(PATTERN.cost(shape.dims, 8, spec.dtype), point, 8, H100, spec.dtype.value)
+        est = ds.estimate(PATTERN.cost(shape.dims, 8, spec.dtype), point, 8, H100, spec.dtype.value,
+                          features=TENSOR_CORE_TYPICAL)
         out.append(ds.Timing(shape=shape.name, world=8, source="simulated", seconds=est.simulated * factor,
                              bound_seconds=est.bound, baseline_seconds=est.baseline))
     return tuple(out)

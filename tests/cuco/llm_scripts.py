@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import design_space as ds
 from agents import conservative_point
-from design_space.evolve_blocks import evolve_regions
+from kernels.evolve_blocks import evolve_regions
 
 PATTERN = ds.get_pattern("allgather_gemm")
 HW = ds.get_profile("H100")
@@ -23,14 +23,18 @@ def block(point: ds.DesignPoint) -> str:
     return src[start:end]
 
 
+# The end of the allgather_gemm templates' tensor-core tile call (kernels/allgather_gemm/gemm.cuh.j2).
+TILE_CALL_END = "B, p.Nl, p.Nl - col0, p.K);"
+
+
 def fenced(point: ds.DesignPoint) -> str:
     return f"Here is the kernel.\n```cuda\n{PATTERN.render(point)}\n```\nDESIGN-POINT: {point.key()}\n"
 
 
 def diff(parent: ds.DesignPoint, child: ds.DesignPoint, *, wrong: bool = False) -> str:
     new = block(child)
-    if wrong:  # builds and runs, but every product is scaled: a wrong result
-        new = new.replace("acc[j] += As[ty + 8 * j][k] * b;", "acc[j] += As[ty + 8 * j][k] * b * 1.5f;")
+    if wrong:  # builds and runs, but every tile drops its last k term: a wrong result
+        new = new.replace(TILE_CALL_END, TILE_CALL_END.replace("p.K);", "p.K - 1);"))
         assert new != block(child)
     return (f"Move to {child.key()}.\n<<<<<<< SEARCH\n{block(parent)}=======\n{new}>>>>>>> REPLACE\n"
             f"DESIGN-POINT: {child.key()}\n")
@@ -38,7 +42,7 @@ def diff(parent: ds.DesignPoint, child: ds.DesignPoint, *, wrong: bool = False) 
 
 def not_compiling(parent: ds.DesignPoint, child: ds.DesignPoint) -> str:
     """A diff to ``child`` that nvcc refuses (a syntax error inside the evolve block)."""
-    new = block(child).replace("acc[j] += As[ty + 8 * j][k] * b;", "acc[j] += As[ty + 8 * j][k] * b +;", 1)
+    new = block(child).replace(TILE_CALL_END, TILE_CALL_END.replace("p.K);", "p.K +);"), 1)
     assert new != block(child)
     return (f"<<<<<<< SEARCH\n{block(parent)}=======\n{new}>>>>>>> REPLACE\n"
             f"DESIGN-POINT: {child.key()}\n")

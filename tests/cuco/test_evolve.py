@@ -25,7 +25,7 @@ def _faulty_sources():
                              + entry, 1)
                     .replace("  fused_kernel<<<", "  spin<<<1, 1, 0, stream>>>((volatile int*)c.signals);\n"
                              "  fused_kernel<<<", 1),
-        "wrong_result": good.replace("acc[j] += As[ty + 8 * j][k] * b;", "acc[j] += As[ty + 8 * j][k] * b * 1.5f;"),
+        "wrong_result": good.replace("B, p.Nl, p.Nl - col0, p.K);", "B, p.Nl, p.Nl - col0, p.K - 1);"),
     }
 
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 import design_space as ds
 from cuco.cli import app
-from design_space.seed_analysis import analyse_seed, choose_pattern, reference_calls
+from kernels.seed_analysis import analyse_seed, choose_pattern, reference_calls
 from cuco.spec_loader import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]

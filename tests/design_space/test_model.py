@@ -1,14 +1,19 @@
-"""The analytic model against the worked examples and formulas of REFERENCE section 3."""
+"""The analytic model against the worked examples and the collective formulas of docs/model.md."""
 
 import functools
 import importlib.util
+import math
 from pathlib import Path
 
 import pytest
 
 import design_space as ds
-from design_space.collectives import comm_factor, device_time, ideal_time, multimem_factor, nccl_time
-from design_space.model import WorkloadCost, baseline_time, simulate, t_comm_ideal, t_comp
+from design_space.code_features import CUBLAS_EFFICIENCY, SCALAR_TYPICAL, TENSOR_CORE_TYPICAL
+from design_space.collectives import (
+    CE_ENGINES, CE_SETUP_S, MULTIMEM_EFFICIENCY, SIGNAL_COST_S, comm_factor, device_time, ideal_time, multimem_factor,
+    nccl_choice, nccl_time,
+)
+from design_space.model import ShapeModel, WorkloadCost, baseline_time, simulate, t_comm_ideal, t_comp
 
 H100 = ds.get_profile("H100")
 AG = ds.get_pattern("allgather_gemm")
@@ -21,8 +26,8 @@ def _cost(dims=PREFILL, world=8):
     return AG.cost(dims, world, ds.DType.BF16)
 
 
-def _sim(key, dims=PREFILL, hw=H100, world=8):
-    return ds.estimate(_cost(dims, world), ds.DesignPoint.parse_key(key), world, hw, "bf16").simulated
+def _sim(key, dims=PREFILL, hw=H100, world=8, features=TENSOR_CORE_TYPICAL):
+    return ds.estimate(_cost(dims, world), ds.DesignPoint.parse_key(key), world, hw, "bf16", features).simulated
 
 
 def _bandwidth_term(cost, n, hw):
@@ -34,9 +39,14 @@ def test_prefill_allgather_gemm_on_h100_matches_the_worked_example():
     assert t_comp(cost, H100, "bf16") == pytest.approx(625e-6, rel=0.01)
     assert _bandwidth_term(cost, 8, H100) == pytest.approx(196e-6, rel=0.01)
     assert t_comm_ideal(cost, 8, H100) == pytest.approx(196e-6, rel=0.01)  # + one NVLink alpha
-    est = ds.estimate(cost, ds.DesignPoint.parse_key(FUSED), 8, H100, "bf16")
+    est = ds.estimate(cost, ds.DesignPoint.parse_key(FUSED), 8, H100, "bf16", TENSOR_CORE_TYPICAL)
     assert est.bound == pytest.approx(625e-6, rel=0.01)
     assert est.best_gain == pytest.approx(1.31, abs=0.01)
+    # with practice efficiencies every time grows: cuBLAS at 80% of peak, NCCL at the link's 82%
+    assert est.baseline_comp == pytest.approx(625e-6 / CUBLAS_EFFICIENCY, rel=0.01)
+    ring = 7 / 8 * cost.comm_bytes / (450e9 * 0.82) + 7 * H100.link_alpha_s  # bytes at 82% of the link, 7 hops
+    assert est.baseline_comm == pytest.approx(ring, rel=0.001)
+    assert est.simulated > est.baseline_comp > est.bound
 
 
 def test_decode_allgather_gemm_is_hbm_bound():
@@ -70,12 +80,38 @@ def test_multimem_cuts_allreduce_bytes_only_where_the_switch_allows():
     assert ideal_time("allreduce", s, 1, 4, pcie) == pytest.approx(1.5 * s / 50e9 + pcie.link_alpha_s)
 
 
-def test_ring_pays_n_minus_one_alphas_direct_pays_one():
-    tiny = 1024.0
-    nccl = nccl_time("allgather", tiny, 1, 8, H100)
-    assert nccl == pytest.approx(7 * H100.link_alpha_s, rel=0.01)
+def test_nccl_latency_follows_the_algorithm_it_picks():
+    tiny, a100 = 1024.0, ds.get_profile("A100")
+    # no NVLink SHARP on A100: rings, n-1 hops (twice for AllReduce)
+    assert nccl_time("allgather", tiny, 1, 8, a100) == pytest.approx(7 * a100.link_alpha_s, rel=0.01)
+    assert nccl_time("allreduce", tiny, 1, 8, a100) == pytest.approx(14 * a100.link_alpha_s, rel=0.01)
+    # H100 + NVSwitch: NVLS, one hop per round, wins small messages; rings win large AllGathers
+    assert nccl_choice("allgather", tiny, 1, 8, H100) == "nvls"
+    assert nccl_time("allgather", tiny, 1, 8, H100) == pytest.approx(H100.link_alpha_s, rel=0.01)
+    assert nccl_time("allreduce", tiny, 1, 8, H100) == pytest.approx(2 * H100.link_alpha_s, rel=0.01)
+    assert nccl_choice("allgather", 1e9, 1, 8, H100) == "ring"
+    assert nccl_choice("allreduce", 1e9, 1, 8, H100) == "nvls"  # (n+1)/n bytes beat 2(n-1)/n
+    big = 1e9
+    assert nccl_time("allreduce", big, 1, 8, H100) == pytest.approx(
+        9 / 8 * big / (450e9 * MULTIMEM_EFFICIENCY) + 2 * H100.link_alpha_s)
     assert ideal_time("allgather", tiny, 1, 8, H100) == pytest.approx(H100.link_alpha_s, rel=0.01)
-    assert nccl_time("allreduce", tiny, 1, 8, H100) == pytest.approx(14 * H100.link_alpha_s, rel=0.01)
+
+
+def test_device_and_nccl_pay_the_same_per_byte_and_per_hop():
+    a100, s = ds.get_profile("A100"), 4e9
+    lsa = ds.DesignPoint.parse_key("lsa/fused_persistent/per_tile_signal/cta/4096K/32")
+    dev = device_time("allgather", s, 1, 8, a100, lsa)
+    signals = math.ceil(dev.chunks / 32) * SIGNAL_COST_S
+    ring = nccl_time("allgather", s, 1, 8, a100)
+    # one link efficiency for everyone: the same bytes take the same time; the ring pays 7 hops, a put + signal one
+    assert dev.seconds - signals - a100.link_alpha_s == pytest.approx(ring - 7 * a100.link_alpha_s)
+    ce = ds.DesignPoint.parse_key("copy_engine/stream_overlap/per_tile_signal/copy_engine/4096K/1")
+    ce_time = device_time("allgather", s, 1, 8, a100, ce)
+    setup = ce_time.chunks * CE_SETUP_S / CE_ENGINES
+    assert ce_time.seconds - setup == pytest.approx(dev.seconds - signals)  # DMA at the same link efficiency
+    # an AllReduce has two rounds (reduce, broadcast) for a device protocol too
+    tiny = device_time("allreduce", 1024.0, 1, 8, a100, lsa)
+    assert tiny.seconds == pytest.approx(2 * a100.link_alpha_s + SIGNAL_COST_S, rel=0.01)
 
 
 def test_alltoall_and_p2p_use_the_bytes_each_rank_sends():
@@ -125,7 +161,7 @@ def test_copy_engine_uses_no_sms_but_pays_per_chunk_launches():
     s = _cost().comm_bytes
     ce = device_time("allgather", s, 1, 8, H100, ds.DesignPoint.parse_key(coarse))
     lsa = device_time("allgather", s, 1, 8, H100, ds.DesignPoint.parse_key(FUSED.replace("/8", "/16")))
-    assert ce.sm_busy == 0 and ce.seconds > lsa.seconds  # DMA below SM pushes on NVLink
+    assert ce.sm_busy == 0 and ce.seconds > lsa.seconds  # per-copy setup and launches, same link efficiency
 
 
 def test_imbalance_scales_the_busiest_rank_and_steps_add_latency():
@@ -173,12 +209,23 @@ def test_model_reacts_to_chunking_and_comm_sms():
     assert _sim(thread) > _sim(warp)
 
 
-def test_baseline_is_serial_gemm_plus_nccl():
+def test_baseline_is_serial_cublas_plus_nccl():
     cost = _cost()
     est = ds.estimate(cost, ds.DesignPoint.parse_key("lsa/sequential/global_barrier/cta/256K/16"), 8, H100, "bf16")
+    assert est.baseline == pytest.approx(est.baseline_comp + est.baseline_comm + 2 * H100.launch_s)
     assert est.baseline > est.t_comp + est.t_comm
     host = ds.DesignPoint.parse_key("host_nccl/sequential/global_barrier/cta/256K/1")
-    assert simulate(cost, host, 8, H100, "bf16") == est.baseline
+    # the host_nccl/sequential candidate has the baseline's schedule with its own GEMM: the same at cuBLAS speed
+    assert simulate(cost, host, 8, H100, "bf16", TENSOR_CORE_TYPICAL) > est.baseline
+    assert simulate(cost, host, 8, H100, "bf16", SCALAR_TYPICAL) > 10 * est.baseline
+
+
+def test_a_barrier_synchronised_design_pays_its_barrier_on_top_of_the_put_hop():
+    key = "lsa/sequential/global_barrier/cta/256K/16"
+    cost, point = _cost(DECODE), ds.DesignPoint.parse_key(key)
+    comm = device_time("allgather", cost.comm_bytes, 1, 8, H100, point).seconds
+    tc = ShapeModel(cost, 8, H100, "bf16", TENSOR_CORE_TYPICAL).tc
+    assert _sim(key, DECODE) == pytest.approx(2 * H100.launch_s + comm + H100.barrier_s + tc)
 
 
 def test_pcie_and_network_profiles_make_communication_dominate():
@@ -229,7 +276,7 @@ def test_every_pattern_has_a_shape_to_check_the_bound_on(name):
 
 @pytest.mark.parametrize("hw_name,world", TARGETS)
 @pytest.mark.parametrize("name", ds.pattern_names())
-def test_no_valid_point_of_any_pattern_beats_the_bound(name, hw_name, world):
+def test_no_valid_point_of_any_pattern_beats_the_bound_or_the_ceiling(name, hw_name, world):
     pattern, hw = ds.get_pattern(name), ds.get_profile(hw_name)
     shapes = _shapes(pattern, world)
     if not shapes:
@@ -239,8 +286,11 @@ def test_no_valid_point_of_any_pattern_beats_the_bound(name, hw_name, world):
         cost = pattern.cost(dims, world, ds.DType.BF16)
         bound = max(t_comp(cost, hw, "bf16"), t_comm_ideal(cost, world, hw))  # what estimate() reports
         assert baseline_time(cost, world, hw, "bf16") >= bound
+        shape = ShapeModel(cost, world, hw, "bf16", TENSOR_CORE_TYPICAL)  # the fastest code the model knows
         for point in points:
-            t = simulate(cost, point, world, hw, "bf16")
+            t = shape.simulate(point)
             if t < bound * (1 - 1e-12):
                 below.append(f"{point.key()} {dims}: {t:.3e} < {bound:.3e}")
+            if shape.baseline / t > shape.ceiling * (1 + 1e-9):  # the ceiling holds on every topology too
+                below.append(f"{point.key()} {dims}: speedup {shape.baseline / t:.3f} > ceiling {shape.ceiling:.3f}")
     assert not below, below[:5]

@@ -112,14 +112,15 @@ def test_only_the_workdir_and_writable_paths_can_be_written(tmp_path, isolation)
     work, outside, extra = tmp_path / "work", tmp_path / "outside", tmp_path / "extra"
     outside.mkdir()
     extra.mkdir()
-    in_tmp = Path("/tmp") / f"cuco-sbx-{uuid.uuid4().hex}"
+    in_tmp = Path("/tmp") / f"cuco-sbx-{uuid.uuid4().hex}"  # lands in the stage's private /tmp, if anywhere
+    in_repo = Path(__file__).parent / f"cuco-sbx-{uuid.uuid4().hex}"  # outside /tmp: read-only
     code = ("import sys\nfor p in sys.argv[1:]:\n    try:\n        open(p, 'w').write('x'); print('wrote', p)\n"
             "    except OSError as e:\n        print('refused', p, e.errno)")
-    targets = [outside / "f", in_tmp, work / "inside", extra / "f"]
+    targets = [outside / "f", in_tmp, in_repo, work / "inside", extra / "f"]
     res = sandbox.run([sys.executable, "-c", code, *map(str, targets)], workdir=work, writable=[extra])
     assert res.returncode == 0, res.output
-    assert f"refused {outside / 'f'}" in res.stdout and f"refused {in_tmp}" in res.stdout
-    assert not (outside / "f").exists() and not in_tmp.exists()
+    assert f"refused {outside / 'f'}" in res.stdout and f"refused {in_repo} 30" in res.stdout  # EROFS
+    assert not (outside / "f").exists() and not in_tmp.exists() and not in_repo.exists()
     assert (work / "inside").read_text() == "x" and (extra / "f").read_text() == "x"
 
 
@@ -227,7 +228,12 @@ def test_the_isolation_record_matches_what_the_stage_sees(tmp_path, isolation):
     assert iso.readonly_fs == seen["ro"]
     assert iso.private_tmp == (probe.name not in seen["shm"])
     assert iso.no_capabilities == (seen["cap"] == 0)
-    assert (iso.process_limit_how == "cgroup") == ("cuco-sandbox" in seen["cgroup"])
+    lines = seen["cgroup"].splitlines()
+    in_pids = any("cuco-sandbox" in ln for ln in lines if ":pids:" in ln or ln.startswith("0::"))
+    assert (iso.process_limit_how == "cgroup") == in_pids
+    memory_v1 = [ln for ln in lines if ":memory:" in ln]  # on v2 one cgroup holds both: pids says it all
+    if memory_v1:
+        assert (iso.memory_limit_how == "cgroup") == ("cuco-sandbox" in memory_v1[0])
     text = iso.describe()
     assert ("net=private" in text) == iso.network and ("pid=ns" in text) == iso.pid_namespace
     assert res.network_isolated == iso.network
@@ -267,7 +273,7 @@ def test_hidden_files_read_as_empty_inside_and_stay_intact_outside(tmp_path, iso
     code = f"print(repr(open({str(answer)!r}, 'rb').read()))"
     work = tmp_path / "w"
     hidden = sandbox.run([sys.executable, "-c", code], workdir=work, hidden=[answer])
-    shown = sandbox.run([sys.executable, "-c", code], workdir=work)
+    shown = sandbox.run([sys.executable, "-c", code], workdir=work, readable=[answer.parent])
     assert hidden.returncode == 0 and hidden.stdout.strip() == "b''", hidden.output
     assert "the expected output" in shown.stdout
     assert answer.read_bytes() == b"the expected output"

@@ -1,6 +1,7 @@
 """Building the CPU emulator: the cached runtime library, classifying g++ failures as
 "not emulatable" or genuine, the manifest format, and compile times."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -97,18 +98,36 @@ def test_classifier_reads_only_error_lines():
     assert not shim_build.is_not_emulatable("x.cu:3: note: in a comment about mma\nx.cu:4: error: expected ';'")
 
 
-def test_manifest_format(tmp_path):
-    path = shim_build.write_manifest(
-        tmp_path / "m.txt", world=2, num_sms=8, iterations=2, stall_seconds=3, dims=(96, 64, 64), dtype_code=2,
-        symm_bytes=24576, workspace_bytes=4096, inputs=[(0, 0, tmp_path / "a.bin", 128)],
-        outputs=[(1, 1, tmp_path / "o.bin", 256)])
-    assert path.read_text().splitlines() == [
+def test_manifest_format_and_io_layout():
+    from evaluator import emulator_io
+    slots, size = emulator_io.layout([(0, 1, False, 0, 128), (1, 2, True, 1, 5000)])
+    page = emulator_io.PAGE
+    assert [(s.offset, s.region) for s in slots] == [(0, 2 * page), (2 * page, 3 * page)] and size == 5 * page
+    assert slots[1].buffer_offset == 5 * page - 5008  # the buffer ends 16-byte aligned at its region's end
+    text = emulator_io.manifest_text(world=2, num_sms=8, calls=2, stall_seconds=3, dims=(96, 64, 64), dtype_code=2,
+                                     symm_bytes=24576, workspace_bytes=4096, slots=slots)
+    assert text.splitlines() == [
         "world 2", "num_sms 8", "iterations 2", "stall_seconds 3", "dims 96 64 64", "dtype 2", "symm_bytes 24576",
-        "workspace_bytes 4096", f"input 0 0 128 {tmp_path / 'a.bin'}", f"output 1 1 256 {tmp_path / 'o.bin'}"]
+        "workspace_bytes 4096", f"io 0 1 in 0 0 128 {2 * page}", f"io 1 2 out 1 {2 * page} 5000 {3 * page}"]
     with pytest.raises(ValueError):
-        shim_build.write_manifest(tmp_path / "m.txt", world=2, num_sms=1, iterations=1, stall_seconds=1,
-                                  dims=range(9), dtype_code=0, symm_bytes=0, workspace_bytes=0, inputs=[],
-                                  outputs=[])
+        emulator_io.manifest_text(world=2, num_sms=1, calls=1, stall_seconds=1, dims=range(9), dtype_code=0,
+                                  symm_bytes=0, workspace_bytes=0, slots=())
+
+
+def test_io_files_are_sealed_and_outputs_arrive_poisoned():
+    import fcntl
+    from evaluator import emulator_io
+    slots, size = emulator_io.layout([(0, 1, False, 0, 8), (0, 1, True, 0, 8)])
+    with emulator_io.IoFiles("world 1\n", slots, size, {(0, 1, 0): b"abcdefgh"}) as io:
+        assert io.output(0, 1, 0) == b"\xff" * 8 and io.red_zone_breach() == ""
+        manifest_fd, io_fd = io.fds
+        with pytest.raises(OSError):
+            os.pwrite(manifest_fd, b"world 9\n", 0)  # sealed against writes
+        with pytest.raises(OSError):
+            os.ftruncate(io_fd, 0)  # its size is sealed
+        assert fcntl.fcntl(io_fd, fcntl.F_GET_SEALS) & fcntl.F_SEAL_SEAL
+        os.pwrite(io_fd, b"\x00", slots[1].buffer_offset + 8)  # one byte past the output
+        assert io.red_zone_breach() == "out-of-bounds write 0 bytes past the end of rank 0's output 0 of call 1"
 
 
 @needs_gxx

@@ -28,6 +28,15 @@
 // understands; anything left is reported by g++ with this name ("not emulatable").
 #define __shared__ cuco_shared_declaration_not_rewritten
 
+// What the observed design point is made of (evaluator/shim/trace.cpp): the comm API, the GEMM
+// tile and the shim's copies report each operation here. Internal: candidates cannot name it.
+enum cuco_emu_trace_kind {
+  CUCO_EMU_TR_PUT_THREAD, CUCO_EMU_TR_PUT_WARP, CUCO_EMU_TR_PUT_CTA, CUCO_EMU_TR_SIGNAL, CUCO_EMU_TR_WAIT,
+  CUCO_EMU_TR_BARRIER, CUCO_EMU_TR_GIN_PUT, CUCO_EMU_TR_GIN_SIGNAL, CUCO_EMU_TR_GIN_WAIT, CUCO_EMU_TR_MM_REDUCE,
+  CUCO_EMU_TR_MM_STORE, CUCO_EMU_TR_COLL, CUCO_EMU_TR_MMA, CUCO_EMU_TR_PEER, CUCO_EMU_TR_CE_COPY, CUCO_EMU_TR_KINDS
+};
+extern "C" void cuco_emu_trace(int kind, unsigned long long bytes, long slot);
+
 #define CUCO_EMU_VEC(T, N, A1, A2, A3, A4)                         \
   struct __attribute__((aligned(A1))) N##1 { T x; };               \
   struct __attribute__((aligned(A2))) N##2 { T x, y; };            \

@@ -49,7 +49,7 @@ def test_first_frozen_difference_names_the_line():
 
 def test_blank_lines_at_the_end_of_a_file_are_not_frozen_code():
     import design_space as ds
-    from design_space.evolve_blocks import frozen_text
+    from kernels.evolve_blocks import frozen_text
     src = ds.get_pattern("allgather_gemm").render(ds.DesignPoint.parse_key("lsa/fused_persistent/per_tile_signal/cta/16K/2"))
     assert frozen_text(src + "\n\n") == frozen_text(src) == frozen_text(src.rstrip("\n"))
     assert frozen_text(src + "int extra;\n") != frozen_text(src)

@@ -1,5 +1,5 @@
 """The slow path end to end: LLMProposer driving the real openai / anthropic clients against the
-scripted fake server (REFERENCE section 5), on parents rendered from the real templates."""
+scripted fake server, on parents rendered from the real templates."""
 
 import re
 
@@ -129,8 +129,8 @@ def _graft(key: str) -> str:
 def test_code_that_does_not_compile_is_repaired_with_the_compile_log(spec):
     tools = Tools()
     other = "lsa/stream_overlap/per_peer_signal/warp/16K/8"
-    broken = _graft(other).replace("#define THREADS 256", "#define THREADS 256\nBROKEN_MARKER")
-    fix = ("<<<<<<< SEARCH\n#define THREADS 256\nBROKEN_MARKER\n=======\n#define THREADS 128\n>>>>>>> REPLACE\n"
+    broken = _graft(other).replace("#define COMM_THREADS 256", "#define COMM_THREADS 256\nBROKEN_MARKER")
+    fix = ("<<<<<<< SEARCH\n#define COMM_THREADS 256\nBROKEN_MARKER\n=======\n#define COMM_THREADS 128\n>>>>>>> REPLACE\n"
            f"DESIGN-POINT: {other}\n")
     rules = [{"when": REPAIR, "reply": {"text": fix}}, {"when": MUTATE, "reply": {"text": _full(broken, other)}}]
     with FakeLLMServer(rules) as server:
@@ -138,7 +138,7 @@ def test_code_that_does_not_compile_is_repaired_with_the_compile_log(spec):
         repair_prompt = server.requests[1].prompt
     assert 'identifier "BROKEN_MARKER" is undefined' in repair_prompt and "The code does not compile" in repair_prompt
     assert len(out) == 1 and out[0].origin.label() == "llm/openai:fake-a/repair" and out[0].point.key() == other
-    assert "BROKEN_MARKER" not in out[0].source and "#define THREADS 128" in out[0].source
+    assert "BROKEN_MARKER" not in out[0].source and "#define COMM_THREADS 128" in out[0].source
     assert len(tools.compiled) == 2
 
 

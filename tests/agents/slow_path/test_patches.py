@@ -14,21 +14,21 @@ def test_a_diff_inside_an_evolve_block_applies():
 
 
 def test_several_blocks_apply_in_order():
-    r = apply_diff(PARENT, [("#define THREADS 256", "#define THREADS 128"),
-                            ("#define THREADS 128", "#define THREADS 512")])
-    assert r.ok and "#define THREADS 512" in r.source
+    r = apply_diff(PARENT, [("#define COMM_THREADS 256", "#define COMM_THREADS 128"),
+                            ("#define COMM_THREADS 128", "#define COMM_THREADS 512")])
+    assert r.ok and "#define COMM_THREADS 512" in r.source
 
 
 def test_a_search_matching_nothing_is_named_by_its_number():
-    r = apply_diff(PARENT, [("#define THREADS 256", "#define THREADS 128"), ("no such line", "x")])
+    r = apply_diff(PARENT, [("#define COMM_THREADS 256", "#define COMM_THREADS 128"), ("no such line", "x")])
     assert not r.ok and r.error == "SEARCH block 2 matches nothing inside an evolve block"
 
 
 def test_a_near_miss_says_which_line_differs_only_in_whitespace():
-    r = apply_diff(PARENT, [("#define   THREADS 256\n", "x")])
+    r = apply_diff(PARENT, [("#define   COMM_THREADS 256\n", "x")])
     assert not r.ok and r.error.startswith("SEARCH block 1 matches nothing inside an evolve block")
     assert "line" not in r.error  # the first line differs inside, not just in indentation
-    indented = apply_diff(PARENT, [("    #define THREADS 256", "x")])
+    indented = apply_diff(PARENT, [("    #define COMM_THREADS 256", "x")])
     assert "matches line" in indented.error and "copy the text exactly" in indented.error
 
 
@@ -44,13 +44,13 @@ def test_an_ambiguous_search_lists_its_matches():
 
 def test_an_empty_search_and_a_no_op_and_no_blocks_fail():
     assert apply_diff(PARENT, [("  \n", "x")]).error.startswith("SEARCH block 1 is empty")
-    assert apply_diff(PARENT, [("#define THREADS 256", "#define THREADS 256")]).error.startswith(
+    assert apply_diff(PARENT, [("#define COMM_THREADS 256", "#define COMM_THREADS 256")]).error.startswith(
         "the SEARCH/REPLACE blocks change nothing")
     assert apply_diff(PARENT, []).error == "the reply has no SEARCH/REPLACE block"
 
 
 def test_a_replace_that_adds_a_marker_is_refused():
-    r = apply_diff(PARENT, [("#define THREADS 256", "#define THREADS 256\n// EVOLVE-BLOCK-END\n// EVOLVE-BLOCK-START")])
+    r = apply_diff(PARENT, [("#define COMM_THREADS 256", "#define COMM_THREADS 256\n// EVOLVE-BLOCK-END\n// EVOLVE-BLOCK-START")])
     assert not r.ok and r.error.startswith("REPLACE block 1 adds or removes an evolve marker")
 
 
@@ -60,7 +60,7 @@ def test_a_parent_without_blocks_cannot_be_patched():
 
 
 def test_a_full_rewrite_keeping_the_frozen_text_applies():
-    child = PARENT.replace("#define THREADS 256", "#define THREADS 128")
+    child = PARENT.replace("#define COMM_THREADS 256", "#define COMM_THREADS 128")
     assert apply_full(PARENT, child).ok
     assert apply_full(PARENT, child.rstrip("\n")).source.endswith("\n")
 
@@ -80,7 +80,7 @@ def test_a_full_rewrite_without_markers_or_identical_fails():
 
 def test_a_crossover_keeps_either_parents_frame():
     other = render("lsa/stream_overlap/per_peer_signal/warp/16K/8")
-    child = other.replace("#define THREADS 256", "#define THREADS 128")
+    child = other.replace("#define COMM_THREADS 256", "#define COMM_THREADS 128")
     r = apply_crossover([PARENT, other], child)
     assert r.ok and r.parent_index == 1
     bad = apply_crossover([PARENT, other], child.replace("struct Problem {", "struct P {"))

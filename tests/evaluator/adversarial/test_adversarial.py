@@ -1,93 +1,64 @@
-"""Hostile candidates through the real CPU cascade (guard -> build -> emulate): each is refused
-with its status and a recorded reason, never OK. See README.md for which layer catches what."""
+"""Hostile candidates through the real cascade (``Evaluator.evaluate``: guard -> build -> emulate):
+each is refused with its status, at its stage, with a recorded reason naming the attack, never
+``ok``. The catalogue (catalogue.py, README.md) says which defence holds each one."""
+
+import re
+from pathlib import Path
 
 import pytest
 
 import design_space as ds
-from design_space.evaluation import Stage, Status
-from tests.evaluator.adversarial import kernels as K
+from design_space.evaluation import Status
+from tests.evaluator.adversarial import honest_kernels as H
+from tests.evaluator.adversarial.catalogue import CATALOGUE, Case
+
+README = Path(__file__).with_name("README.md")
 
 
-def evaluate(ev, source, *, point=K.POINT, parent=None):
-    cand = ds.Candidate(origin=ds.Origin(kind="manual", patch_type="adversarial"), source=source, point=point)
-    result = ev.evaluate(cand, parent_source=parent)
+def evaluate(ev, built):
+    source, parent = built if isinstance(built, tuple) else (built, None)
+    cand = ds.Candidate(origin=ds.Origin(kind="manual", patch_type="adversarial"), source=source)
+    return ev.evaluate(cand, parent_source=parent)
+
+
+def _param(c: Case):
+    marks = [pytest.mark.slow] if c.slow else []
+    if c.hole:
+        marks.append(pytest.mark.xfail(strict=True, reason=f"known hole: {c.hole}"))
+    return pytest.param(c, id=c.name, marks=marks)
+
+
+@pytest.mark.parametrize("workload", sorted(H.WORKLOADS))
+def test_the_honest_kernel_every_hostile_one_is_made_from_passes(evaluators, workload):
+    result = evaluate(evaluators(workload), H.honest(workload))
+    assert result.status is Status.OK, result.reason + "\n" + result.logs
+
+
+@pytest.mark.parametrize("case", [_param(c) for c in CATALOGUE])
+def test_hostile_candidate_is_refused_with_its_status_and_reason(evaluators, case):
+    result = evaluate(evaluators(case.workload, hang=case.hangs), case.build())
     assert result.status is not Status.OK, result.logs
-    assert result.reason, "a refusal must say why"
-    return result
+    assert (result.status, result.stage if case.stage else None) == (case.status, case.stage), \
+        f"{result.status.value} at {result.stage.value}: {result.reason}\n{result.logs[-3000:]}"
+    missing = [words for words in case.reason if words not in result.reason]
+    assert not missing, f"reason {result.reason!r} lacks {missing}"
 
 
-def test_the_honest_render_passes(adv_evaluator):
-    # the baseline every hostile kernel is an edit of
-    cand = ds.Candidate(origin=ds.Origin(kind="template"), source=K.honest(), point=K.POINT)
-    assert adv_evaluator.evaluate(cand).status is Status.OK
+def test_the_suite_attacks_every_class_in_three_workloads_or_more():
+    assert len(CATALOGUE) >= 30
+    assert len({c.workload for c in CATALOGUE}) >= 3
+    classes = {c.attack for c in CATALOGUE}
+    for attack in classes:  # each class is attacked in more than one way
+        assert sum(c.attack == attack for c in CATALOGUE) >= 3, attack
 
 
-def test_output_left_unwritten_after_the_first_call_is_a_wrong_result(adv_evaluator):
-    r = evaluate(adv_evaluator, K.stale_output())
-    assert r.status is Status.WRONG_RESULT and "never written" in r.reason
-
-
-def test_skipped_peer_contribution_is_a_wrong_result(adv_evaluator):
-    r = evaluate(adv_evaluator, K.skipped_peer())
-    assert r.status is Status.WRONG_RESULT and "rank 0 has" in r.reason
-
-
-def test_result_computed_on_one_rank_and_copied_is_a_wrong_result_on_the_others(adv_evaluator):
-    r = evaluate(adv_evaluator, K.one_rank_computes(), point=None)
-    assert r.status is Status.WRONG_RESULT and "rank 1 has" in r.reason
-
-
-def test_work_on_a_stream_cuco_run_never_joins_is_rejected(adv_evaluator):
-    r = evaluate(adv_evaluator, K.unjoined_stream())
-    assert r.status is Status.REJECTED and r.stage is Stage.EMULATE
-    assert "never joined" in r.reason or "join every side stream" in r.reason
-
-
-@pytest.mark.parametrize("kind", sorted(K.TIMING))
-def test_timing_calls_and_clock_reads_are_rejected_by_the_guard(adv_evaluator, kind):
-    r = evaluate(adv_evaluator, K.timing(kind))
-    assert r.status is Status.REJECTED and r.stage is Stage.GUARD and "timing" in r.logs
-
-
-def test_infinite_loop_times_out(hang_evaluator):
-    r = evaluate(hang_evaluator, K.endless_loop())
-    assert r.status is Status.TIMEOUT and "time limit" in r.reason
-
-
-def test_segfault_is_a_crash_naming_the_rank(adv_evaluator):
-    r = evaluate(adv_evaluator, K.segfault())
-    assert r.status is Status.CRASHED and "SIGSEGV" in r.reason and "rank 1" in r.reason
-
-
-@pytest.mark.parametrize("past, expected", [
-    ("end", "0 bytes past the end of rank 1 output 0"),
-    ("symm", "past the end of rank 1 symmetric buffer"),
-    ("far", "past the end of rank 0 output 0, beyond its guard page"),
-    ("before", "16 bytes before the start of rank 1 output 0"),
-])
-def test_out_of_bounds_write_is_a_crash_naming_the_buffer(adv_evaluator, past, expected):
-    r = evaluate(adv_evaluator, K.out_of_bounds(past))
-    assert r.status is Status.CRASHED and expected in r.reason, r.reason
-
-
-@pytest.mark.parametrize("kind", ["one", "many"])
-def test_huge_allocations_are_refused_past_the_budget(adv_evaluator, kind):
-    r = evaluate(adv_evaluator, K.huge_allocation(kind))
-    assert r.status is Status.CRASHED and "allows 268435456 bytes of allocations per rank" in r.reason
-
-
-@pytest.mark.parametrize("source, reason", [
-    (lambda: K.fork_bomb(), "fork: process control"),
-    (lambda: K.network(9), "socket: network access"),
-    (lambda: K.api_key("OPENAI_API_KEY"), "getenv: environment access"),
-    (lambda: K.write_outside("/tmp/cuco-escaped.txt"), "fopen: file access"),
-], ids=["fork_bomb", "network", "api_key", "write_outside"])
-def test_escapes_are_rejected_by_the_guard(adv_evaluator, source, reason):
-    r = evaluate(adv_evaluator, source())
-    assert r.status is Status.REJECTED and r.stage is Stage.GUARD and reason in r.logs
-
-
-def test_change_to_frozen_code_is_rejected(adv_evaluator):
-    hostile, parent = K.frozen_change()
-    r = evaluate(adv_evaluator, hostile, parent=parent)
-    assert r.status is Status.REJECTED and "frozen_region_changed" in r.reason
+def test_the_readme_table_lists_every_hostile_candidate_with_its_status():
+    rows = {}
+    for line in README.read_text().splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        name = re.match(r"`([^`]+)`", cells[0]) if len(cells) >= 6 else None
+        if name:
+            rows[name.group(1)] = cells
+    for c in CATALOGUE:
+        assert c.name in rows, f"README.md has no row for {c.name}"
+        assert f"`{c.status.value}`" in rows[c.name][3], (c.name, rows[c.name])

@@ -1,7 +1,9 @@
 // Failure modes, one per macro: FAULT_NULL (rank 1 writes through a null pointer),
 // FAULT_PAST_END (rank 0 writes one element past its output), FAULT_INPUT (writes an input),
 // FAULT_DEADLOCK (rank 0 waits for a signal nobody sends), FAULT_SPIN (a loop that never yields),
-// FAULT_COOP (a cooperative launch, which cannot be emulated), FAULT_RETURN (cuco_run fails).
+// FAULT_COOP (a cooperative launch, which cannot be emulated), FAULT_RETURN (cuco_run fails),
+// FAULT_PEER_INPUT (rank 1 reads rank 0's input at the address rank 0 sees it: the same layout in
+// every process), FAULT_OLD_OUTPUT (call 2 reads call 1's output, to reuse an earlier result).
 #include "cuco_comm.h"
 
 __global__ void poke(const cuco_ctx c, float* p, long idx) {
@@ -13,7 +15,13 @@ __global__ void wait_forever(const cuco_ctx c) {
   __syncthreads();
 }
 
+__global__ void peek(const float* p, float* out) {
+  if (blockIdx.x == 1 && threadIdx.x == 3) out[0] = p[0];
+}
+
 __device__ int g_never_set;
+static const void* g_first_in;   // rank 0's input pointer, written where rank 1 can read it
+static void* g_first_out;
 
 __global__ void spin() {
   volatile int* f = &g_never_set;
@@ -38,6 +46,17 @@ extern "C" int cuco_run(const cuco_ctx* ctx, cudaStream_t stream) {
   cudaLaunchCooperativeKernel(wait_forever, dim3(1), dim3(32), args, 0, stream);
 #elif defined(FAULT_RETURN)
   return 17;
+#elif defined(FAULT_PEER_INPUT)
+  // The pointer travels through the symmetric buffer, as any data may (rank 0 runs first: the
+  // emulator's schedule is fixed); the memory behind it may not be touched by another rank.
+  if (ctx->rank == 0) *(const void**)ctx->peer_symm[1] = ctx->in[0];
+  if (ctx->rank == 1) {
+    g_first_in = *(const void**)ctx->symm;
+    peek<<<2, 32, 0, stream>>>((const float*)g_first_in, (float*)ctx->out[0]);
+  }
+#elif defined(FAULT_OLD_OUTPUT)
+  if (ctx->epoch == 1) g_first_out = ctx->out[0];
+  else peek<<<2, 32, 0, stream>>>((const float*)g_first_out, (float*)ctx->out[0]);
 #endif
   (void)n;
   return 0;

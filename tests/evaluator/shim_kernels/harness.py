@@ -49,23 +49,15 @@ def run(binary: Path, tmp: Path, *, world: int = 1, inputs: dict[tuple[int, int]
         outputs: dict[tuple[int, int], int] | None = None, dims=(0,), iterations: int = 2, symm_bytes: int = 0,
         workspace_bytes: int = 4096, stall_seconds: float = 3, num_sms: int = 4, dtype: int = 0,
         timeout_s: float = 60, runaway_seconds: int | None = None) -> Run:
-    """Run ``binary`` on ``world`` ranks. inputs: (rank, slot) -> array; outputs: (rank, slot) -> bytes."""
+    """Run ``binary`` on ``world`` ranks for ``iterations`` calls with the same inputs.
+    inputs: (rank, slot) -> array; outputs: (rank, slot) -> bytes; returns the last call's outputs."""
     tmp.mkdir(parents=True, exist_ok=True)
-    ins = []
-    for (rank, slot), arr in (inputs or {}).items():
-        path = tmp / f"in_r{rank}_s{slot}.bin"
-        path.write_bytes(np.ascontiguousarray(arr).tobytes())
-        ins.append((rank, slot, path, path.stat().st_size))
-    outs = [(rank, slot, tmp / f"out_r{rank}_s{slot}.bin", n) for (rank, slot), n in (outputs or {}).items()]
-    for _, _, path, _ in outs:
-        path.unlink(missing_ok=True)
-    manifest = shim_build.write_manifest(
-        tmp / "manifest.txt", world=world, num_sms=num_sms, iterations=iterations, stall_seconds=stall_seconds,
-        dims=dims, dtype_code=dtype, symm_bytes=symm_bytes, workspace_bytes=workspace_bytes, inputs=ins,
-        outputs=outs, runaway_seconds=runaway_seconds)
-    res = shim_build.run_emulator(binary, manifest, timeout_s=timeout_s, cwd=tmp)
-    got = {(r, s): p.read_bytes() for r, s, p, _ in outs if p.exists()}
-    return Run(res.returncode, res.stdout, res.stderr, res.seconds, res.timed_out, got)
+    ins = {key: np.ascontiguousarray(arr).tobytes() for key, arr in (inputs or {}).items()}
+    res = shim_build.run_emulator(binary, world=world, dims=dims, calls=iterations, inputs=ins, outputs=outputs,
+                                  num_sms=num_sms, dtype_code=dtype, symm_bytes=symm_bytes,
+                                  workspace_bytes=workspace_bytes, stall_seconds=stall_seconds,
+                                  runaway_seconds=runaway_seconds, timeout_s=timeout_s, cwd=tmp)
+    return Run(res.returncode, res.stdout, res.stderr, res.seconds, res.timed_out, res.outputs)
 
 
 def floats(data: bytes) -> np.ndarray:

@@ -1,0 +1,47 @@
+"""The code features a candidate's score uses, read off its build and its emulation.
+
+- tensor cores: the SASS of its kernels has tensor-core MMA instructions (evaluator/sass.py, from
+  the cubin the build stage produced). Without a disassembler, the emulator's evidence stands in:
+  GEMM work went through cuco's tile, which is tensor-core code for bf16/fp16 (never for fp32);
+- the share of the workload's FLOPs that ran through the tile: the emulator's count (per mean
+  rank, and on the busiest rank) over the pattern's FLOPs at the same shape (see read_features);
+- the widest global access (SASS), spills and registers (ptxas, worst kernel).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from design_space.code_features import CodeFeatures
+from design_space.evaluation import BuildStats
+from design_space.patterns import Pattern
+from design_space.spec import DType
+from evaluator.observed_point import Observation
+
+
+def read_features(build: Optional[BuildStats], obs: Optional[Observation], pattern: Pattern,
+                  dtype: DType) -> CodeFeatures:
+    kernels = build.kernels if build is not None else ()
+    mma = [k.mma for k in kernels if k.mma is not None]
+    share = 0.0
+    if obs is not None and obs.world and obs.tile_flops_per_rank > 0:
+        cost = pattern.cost(obs.dims, obs.world, dtype)
+        # Two readings of one share: per mean rank against the cost's FLOPs, and on the busiest
+        # rank against the cost's busiest rank (x imbalance). A pattern's cost may describe the mean
+        # rank (MoE, where the emulated routing is less skewed than the modelled one) or only the
+        # ranks that compute (KV transfer: decode ranks only receive); the larger reading is the one
+        # whose rank the cost describes. A scalar GEMM counts nothing in either.
+        mean = obs.tile_flops_per_rank / cost.flops if cost.flops > 0 else 0.0
+        top = obs.tile_flops_busiest / (cost.flops * cost.imbalance) if cost.flops > 0 else 0.0
+        share = min(1.0, max(mean, top))
+    if mma:
+        tensor_core, source = any(m > 0 for m in mma), "SASS (cuobjdump) and the emulator's tile counts"
+    else:
+        tensor_core = share > 0 and dtype is not DType.FP32
+        source = "the emulator's tile counts (SASS not read: install the dev extra's nvidia-cuda-cuobjdump)"
+    widths = [k.widest_global_bytes for k in kernels if k.widest_global_bytes]
+    spills = max((k.spill_stores + k.spill_loads for k in kernels), default=0)
+    registers = max((k.registers for k in kernels), default=0)
+    return CodeFeatures(tensor_core=tensor_core, tensor_core_flop_share=share if tensor_core else 0.0,
+                        vector_width_bytes=max(widths, default=4), spill_bytes=spills, registers=min(255, registers),
+                        source=source)

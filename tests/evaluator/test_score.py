@@ -1,0 +1,82 @@
+"""Scores follow the code: the score stage credits the design the code was observed to implement,
+with the compute rate its code features earn. A declared point the code contradicts is refused; a
+kernel that drops the tensor-core tile for a scalar loop scores lower than the honest render."""
+
+import pytest
+
+import design_space as ds
+from design_space.evaluation import Stage, Status
+from design_space.point import DesignPoint
+
+HONEST = "lsa/split_put_wait/per_tile_signal/warp/256K/4"
+
+# The same tile contract, computed by one thread per output element with a scalar fp32 loop.
+SCALAR_TILE = """static __device__ void gemm_tile(const cuco_ctx& c, const Problem& p, int src, int64_t lo, int64_t hi, int64_t col0) {
+  const cuco_t* A = a_rows(c, p, src, lo);
+  const cuco_t* B = static_cast<const cuco_t*>(c.in[1]) + col0;
+  cuco_t* C = static_cast<cuco_t*>(c.out[0]) + (src * p.shard + lo) * p.Nl + col0;
+  const int64_t rows = hi - lo, cols = p.Nl - col0 < Cfg::BN ? p.Nl - col0 : Cfg::BN;
+  for (int64_t e = threadIdx.x; e < rows * cols; e += blockDim.x) {
+    const int64_t i = e / cols, j = e % cols;
+    float sum = 0.f;
+    for (int64_t k = 0; k < p.K; ++k) sum += cuco_to_float(A[i * p.K + k]) * cuco_to_float(B[k * p.Nl + j]);
+    C[i * p.Nl + j] = cuco_from_float<cuco_t>(sum);
+  }
+  __syncthreads();
+}
+"""
+
+
+def _render(key: str) -> str:
+    return ds.get_pattern("allgather_gemm").render(DesignPoint.parse_key(key))
+
+
+def _scalar(source: str) -> str:
+    start = source.index("static __device__ void gemm_tile(")
+    end = source.index("\n}\n", start) + 3
+    return source[:start] + SCALAR_TILE + source[end:]
+
+
+def _evaluate(ev, source: str, declared: str):
+    cand = ds.Candidate(origin=ds.Origin(kind="manual"), source=source, point=DesignPoint.parse_key(declared))
+    return ev.evaluate(cand)
+
+
+@pytest.fixture(scope="module")
+def honest(example_evaluator):
+    result = _evaluate(example_evaluator, _render(HONEST), HONEST)
+    assert result.status is Status.OK, result.reason + "\n" + result.logs
+    return result
+
+
+def test_the_honest_render_is_credited_with_the_tensor_core_tile(honest):
+    assert honest.features is not None and honest.features.tensor_core
+    assert honest.features.tensor_core_flop_share > 0.9
+    assert honest.observed_point == HONEST
+    assert honest.speedup is not None and honest.speedup > 0
+
+
+def test_a_declared_point_the_code_does_not_implement_is_refused(example_evaluator):
+    # global-barrier code claiming the per-tile design the model credits with more overlap, with a
+    # signal and a wait it never runs so that the guard's reading of the text agrees
+    source = _render("lsa/split_put_wait/global_barrier/warp/256K/4")
+    decoy = ("static __device__ void never_called(const cuco_ctx& c) {\n"
+             "  cuco_signal_add(c, 0, 1, 1);\n  cuco_wait(c, 1, 1);\n}\n")
+    source = source.replace("// EVOLVE-BLOCK-END", decoy + "// EVOLVE-BLOCK-END")
+    result = _evaluate(example_evaluator, source, HONEST)
+    assert result.status is Status.REJECTED and result.stage is Stage.SCORE, result.reason
+    assert "global_barrier" in result.reason and "declared " + HONEST in result.reason
+
+
+def test_a_declaration_the_guard_can_read_as_false_is_refused_before_the_build(example_evaluator):
+    source = _render("host_nccl/sequential/global_barrier/cta/4096K/1")
+    result = _evaluate(example_evaluator, source, HONEST)
+    assert result.status is Status.REJECTED and result.stage is Stage.GUARD
+    assert "declared " + HONEST in result.reason
+
+
+def test_a_scalar_rewrite_of_the_gemm_scores_below_the_tile(example_evaluator, honest):
+    result = _evaluate(example_evaluator, _scalar(_render(HONEST)), HONEST)
+    assert result.status is Status.OK, result.reason + "\n" + result.logs
+    assert result.features is not None and not result.features.tensor_core
+    assert result.speedup < honest.speedup / 5, (result.speedup, honest.speedup)
