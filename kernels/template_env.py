@@ -14,6 +14,8 @@ import functools
 from pathlib import Path
 from typing import Any
 
+from design_space.point import DesignPoint
+
 ROOT = Path(__file__).resolve().parent
 
 
@@ -29,3 +31,13 @@ def environment():
 def render_file(name: str, **context: Any) -> str:
     """Render ``kernels/<name>`` (e.g. ``"allgather_gemm/candidate.cu.j2"``) with ``context``."""
     return environment().get_template(name).render(**context)
+
+
+def render_point(family: str, point: DesignPoint, **family_context: Any) -> str:
+    """Render ``<family>/candidate.cu.j2`` for ``point``: every template sees the point's key
+    (``point``) and values (``backend``, ``placement``, ``sync_scope``, ``issuer`` as strings,
+    ``chunk_bytes``, ``comm_ctas``), plus the family's own constants."""
+    return render_file(f"{family}/candidate.cu.j2", point=point.key(), backend=point.backend.value,
+                       placement=point.placement.value, sync_scope=point.sync_scope.value,
+                       issuer=point.issuer.value, chunk_bytes=point.chunk_bytes, comm_ctas=point.comm_ctas,
+                       **family_context)

@@ -17,7 +17,7 @@ from design_space.dimensions import Backend, Placement
 from design_space.families.allgather_gemm import SUPPORTED, excluded
 from design_space.patterns import register_renderer, require_renderable
 from design_space.point import DesignPoint
-from kernels.template_env import render_file
+from kernels.template_env import render_point
 
 # Signal slots per source rank: the pad has 32768 user slots, GIN 4096 signals (32 ranks each);
 # host_nccl keeps one event per chunk.
@@ -28,15 +28,8 @@ def render(point: DesignPoint) -> str:
     """CUDA source for ``point`` (which must be in ``SUPPORTED`` and not excluded)."""
     require_renderable("allgather_gemm", SUPPORTED, excluded, point)
     host_driven = point.backend is Backend.HOST_NCCL
-    return render_file(
-        "allgather_gemm/candidate.cu.j2",
-        point=point.key(),
-        backend=point.backend.value,
-        placement=point.placement.value,
-        sync_scope=point.sync_scope.value,
-        issuer=point.issuer.value,
-        chunk_bytes=point.chunk_bytes,
-        comm_ctas=point.comm_ctas,
+    return render_point(
+        "allgather_gemm", point,
         max_chunks=_MAX_CHUNKS.get(point.backend, 1024),
         host_driven=host_driven,
         # host_nccl + stream_overlap: one library all-gather per chunk lays chunk ch of every rank

@@ -21,7 +21,7 @@ from design_space.dimensions import Backend, Issuer, SyncScope
 from design_space.families.gemm_allreduce import SUPPORTED, excluded
 from design_space.patterns import register_renderer, require_renderable
 from design_space.point import DesignPoint
-from kernels.template_env import render_file
+from kernels.template_env import render_point
 
 
 def _design(point: DesignPoint) -> str:
@@ -35,17 +35,10 @@ def _design(point: DesignPoint) -> str:
 def render(point: DesignPoint) -> str:
     """CUDA source for ``point`` (which must be in ``SUPPORTED`` and not excluded)."""
     require_renderable("gemm_allreduce", SUPPORTED, excluded, point)
-    return render_file(
-        "gemm_allreduce/candidate.cu.j2",
-        point=point.key(),
-        backend=point.backend.value,
-        placement=point.placement.value,
-        sync_scope=point.sync_scope.value,
-        issuer=point.issuer.value,
+    return render_point(
+        "gemm_allreduce", point,
         # the copy engines' reduce kernel sums with whole CTAs, and so does host_nccl's norm
         group="cta" if point.issuer is Issuer.COPY_ENGINE else point.issuer.value,
-        chunk_bytes=point.chunk_bytes,
-        comm_ctas=point.comm_ctas,
         design=_design(point),
     )
 

@@ -20,21 +20,14 @@ from design_space.dimensions import Backend, Placement
 from design_space.families.gemm_reducescatter import SUPPORTED, excluded
 from design_space.patterns import register_renderer, require_renderable
 from design_space.point import DesignPoint
-from kernels.template_env import render_file
+from kernels.template_env import render_point
 
 
 def render(point: DesignPoint) -> str:
     """CUDA source for ``point`` (its values in ``SUPPORTED``, not ``excluded``)."""
     require_renderable("gemm_reducescatter", SUPPORTED, excluded, point)
-    return render_file(
-        "gemm_reducescatter/candidate.cu.j2",
-        point=point.key(),
-        backend=point.backend.value,
-        placement=point.placement.value,
-        sync_scope=point.sync_scope.value,
-        issuer=point.issuer.value,
-        chunk_bytes=point.chunk_bytes,
-        comm_ctas=point.comm_ctas,
+    return render_point(
+        "gemm_reducescatter", point,
         # host_nccl + stream_overlap: one library reduce-scatter per chunk reads chunk ch of every
         # row block side by side, so STAGE is laid out chunk-major.
         chunk_major=point.backend is Backend.HOST_NCCL and point.placement is Placement.STREAM_OVERLAP,

@@ -20,7 +20,7 @@ from design_space.dimensions import Backend, Placement, SyncScope
 from design_space.families.kv_cache_transfer import SUPPORTED, excluded
 from design_space.patterns import register_renderer, require_renderable
 from design_space.point import DesignPoint
-from kernels.template_env import render_file
+from kernels.template_env import render_point
 
 
 def _tiles_signal(point: DesignPoint) -> bool:
@@ -36,15 +36,8 @@ def render(point: DesignPoint) -> str:
     """CUDA source for ``point`` (its values must be in ``SUPPORTED`` and it must not be excluded)."""
     require_renderable("kv_cache_transfer", SUPPORTED, excluded, point)
     device = point.backend in (Backend.LSA, Backend.GIN)
-    return render_file(
-        "kv_cache_transfer/candidate.cu.j2",
-        point=point.key(),
-        backend=point.backend.value,
-        placement=point.placement.value,
-        sync_scope=point.sync_scope.value,
-        issuer=point.issuer.value,
-        chunk_bytes=point.chunk_bytes,
-        comm_ctas=point.comm_ctas,
+    return render_point(
+        "kv_cache_transfer", point,
         # GIN puts and NCCL send both take symmetric-buffer offsets: the KV is staged there too
         stage_in_symm=point.backend in (Backend.GIN, Backend.HOST_NCCL),
         tiles_signal=_tiles_signal(point),

@@ -13,21 +13,14 @@ from __future__ import annotations
 from design_space.families.moe_dispatch_combine import MAX_CHUNKS, MAX_WORKERS, SCRATCH_ROWS, SUPPORTED, excluded
 from design_space.patterns import register_renderer, require_renderable
 from design_space.point import DesignPoint
-from kernels.template_env import render_file
+from kernels.template_env import render_point
 
 
 def render(point: DesignPoint) -> str:
     """CUDA source for ``point`` (its values in ``SUPPORTED``, not ``excluded``)."""
     require_renderable("moe_dispatch_combine", SUPPORTED, excluded, point)
-    return render_file(
-        "moe_dispatch_combine/candidate.cu.j2",
-        point_key=point.key(),
-        backend=point.backend.value,
-        placement=point.placement.value,
-        sync_scope=point.sync_scope.value,
-        issuer=point.issuer.value,
-        chunk_bytes=point.chunk_bytes,
-        comm_ctas=point.comm_ctas,
+    return render_point(
+        "moe_dispatch_combine", point,
         max_chunks=MAX_CHUNKS,
         scratch_rows=SCRATCH_ROWS,
         max_workers=MAX_WORKERS,

@@ -12,21 +12,14 @@ from __future__ import annotations
 from design_space.families.ring_attention import MAX_D, SUPPORTED, excluded
 from design_space.patterns import register_renderer, require_renderable
 from design_space.point import DesignPoint
-from kernels.template_env import render_file
+from kernels.template_env import render_point
 
 
 def render(point: DesignPoint) -> str:
     """CUDA source for ``point`` (which must be supported and not excluded)."""
     require_renderable("ring_attention", SUPPORTED, excluded, point)
-    return render_file(
-        "ring_attention/candidate.cu.j2",
-        point_key=point.key(),
-        backend=point.backend.value,
-        placement=point.placement.value,
-        sync_scope=point.sync_scope.value,
-        issuer=point.issuer.value,
-        chunk_bytes=point.chunk_bytes,
-        comm_ctas=point.comm_ctas,
+    return render_point(
+        "ring_attention", point,
         max_d=MAX_D,
     )
 
