@@ -2,6 +2,7 @@
 
 import os
 import random
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -75,10 +76,11 @@ def gemm_kernels_per_backend(pattern, arch: str, names: tuple[str, ...], cache_d
     sample = [rng.choice([p for p in points if p.backend is b and (
         b is not ds.Backend.LSA or p.placement is ds.Placement.FUSED_PERSISTENT)])
         for b in ds.Backend if any(p.backend is b for p in points)]
-    out = []
-    for p in sample:
+    def kernels_of(p):
         built = build.build(pattern.render(p), arch=arch, comm_backend="nccl", dtype_code=2, tc=tc,
                             cache_dir=cache_dir, work_dir=work_dir / p.key().replace("/", "_"))
         assert built.ok, built.log
-        out.append((p.key(), [k for k in built.stats.kernels if any(g in k.name for g in names)]))
-    return out
+        return p.key(), [k for k in built.stats.kernels if any(g in k.name for g in names)]
+
+    with ThreadPoolExecutor(2) as pool:  # nvcc runs ~10-30 s a source
+        return list(pool.map(kernels_of, sample))

@@ -14,7 +14,8 @@ import torch
 
 import design_space as ds
 from cuco.spec_loader import load_spec
-from tests.kernels.families.family_helpers import sampled, assert_sample_passes, edit_lines, emulate_only, reference_cases
+from tests.kernels.families.family_helpers import (assert_sample_passes, edit_lines, emulate_only,
+                                                    gemm_kernels_per_backend, reference_cases, sampled)
 
 PATTERN = ds.get_pattern("gemm_reducescatter")
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "gemm_reducescatter"
@@ -112,22 +113,11 @@ GEMM_KERNELS = ("gemm_kernel", "finish_kernel", "fused_kernel")
 
 @pytest.mark.parametrize("arch", ["sm_90", pytest.param("sm_80", marks=pytest.mark.slow)])  # sm_80: CI's slow set
 def test_kernels_that_compute_tiles_use_tensor_cores(arch, shared_cache, tmp_path):
-    from evaluator import build, sass, toolchain
-    if sass.sass_tool() is None:
-        pytest.skip("no SASS disassembler (cuobjdump: install the dev extra's nvidia-cuda-cuobjdump wheel)")
-    tc = toolchain.toolchain()
-    points = ds.valid_points(PATTERN, ds.get_profile("H100" if arch == "sm_90" else "A100"))
-    sample = [random.Random(arch).choice([p for p in points if p.backend is b])
-              for b in ds.Backend if any(p.backend is b for p in points)]
-    for p in sample:
-        out = build.build(PATTERN.render(p), arch=arch, comm_backend="nccl", dtype_code=2, tc=tc,
-                          cache_dir=shared_cache, work_dir=tmp_path / p.key().replace("/", "_"))
-        assert out.ok, out.log
-        tiles = [k for k in out.stats.kernels if any(g in k.name for g in GEMM_KERNELS)]
-        assert tiles, (p.key(), [k.name for k in out.stats.kernels])
-        assert all(k.mma for k in tiles), (p.key(), [(k.name, k.mma) for k in tiles])
+    for key, tiles in gemm_kernels_per_backend(PATTERN, arch, GEMM_KERNELS, shared_cache, tmp_path):
+        assert tiles, key
+        assert all(k.mma for k in tiles), (key, [(k.name, k.mma) for k in tiles])
         # ptxas keeps them at 128 registers (4 CTAs per SM); a wait loop around the tile may spill one
-        assert all(k.spill_stores <= 8 for k in tiles), (p.key(), [(k.name, k.spill_stores) for k in tiles])
+        assert all(k.spill_stores <= 8 for k in tiles), (key, [(k.name, k.spill_stores) for k in tiles])
 
 
 def test_cost_matches_hand_computed_figures():

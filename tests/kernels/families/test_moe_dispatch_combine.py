@@ -4,8 +4,6 @@ chunk or a broken expert GEMM fails emulation, every time; the expert GEMMs buil
 MMA; cost() matches hand-computed figures; the gloo reference matches a single-process
 computation. scripts/check_all_points.py checks every point."""
 
-import random
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -14,8 +12,9 @@ import torch
 import design_space as ds
 from cuco.spec_loader import load_spec
 from design_space.families.moe_dispatch_combine import rank_loads
-from evaluator import build, emulate, reference, sass, toolchain
-from tests.kernels.families.family_helpers import sampled, assert_sample_passes, edit_lines
+from evaluator import emulate, reference
+from tests.kernels.families.family_helpers import (sampled, gemm_kernels_per_backend, assert_sample_passes,
+                                                    edit_lines)
 
 PATTERN = ds.get_pattern("moe_dispatch_combine")
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "moe_dispatch_combine"
@@ -94,28 +93,11 @@ def test_a_missing_wait_fails_the_same_way_every_time(evaluator, cases, tmp_path
     assert outcomes[0].status is ds.Status.WRONG_RESULT
 
 
-def _gemm_kernels(key: str, cache: Path, work: Path) -> list:
-    """The kernels of ``key``'s sm_90 bf16 build that run expert GEMMs."""
-    out = build.build(PATTERN.render(ds.DesignPoint.parse_key(key)), arch="sm_90", comm_backend="nccl",
-                      dtype_code=2, tc=toolchain.toolchain(), cache_dir=cache, work_dir=work)
-    assert out.ok, out.log
-    return [k for k in out.stats.kernels if "expert_kernel" in k.name or "fused_kernel" in k.name]
-
-
-@pytest.mark.skipif(sass.sass_tool() is None, reason="cuobjdump not found: pip install -e '.[dev]' "
-                    "(nvidia-cuda-cuobjdump) to read the SASS")
 def test_expert_gemms_build_to_tensor_core_mma(shared_cache, tmp_path):
-    points = ds.valid_points(PATTERN, ds.get_profile("H100"))
-    rng = random.Random(7)
-    # a point per backend; lsa's is the persistent kernel, whose CTAs run the tiles beside comm CTAs
-    keys = [rng.choice([p for p in points if p.backend.value == b and (b != "lsa" or p.placement.value ==
-                                                                       "fused_persistent")]).key()
-            for b in ("lsa", "gin", "copy_engine", "host_nccl")]
-    with ThreadPoolExecutor(2) as pool:  # nvcc runs ~10-30 s a source
-        builds = pool.map(lambda k: _gemm_kernels(k, shared_cache / "builds", tmp_path / k.replace("/", "_")), keys)
-        for key, gemm in zip(keys, builds):
-            assert gemm, f"{key}: no expert kernel in the build"
-            assert all(k.mma > 0 for k in gemm), f"{key}: {[(k.name, k.mma) for k in gemm]}"
+    names = ("expert_kernel", "fused_kernel")
+    for key, kernels in gemm_kernels_per_backend(PATTERN, "sm_90", names, shared_cache, tmp_path):
+        assert kernels, f"{key}: no expert kernel in the build"
+        assert all(k.mma > 0 for k in kernels), f"{key}: {[(k.name, k.mma) for k in kernels]}"
 
 
 def test_cost_matches_hand_computed_figures():

@@ -5,8 +5,6 @@ tensor-core MMA; cost() and the gloo reference match hand computations."""
 
 import importlib.util
 import math
-import random
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -14,8 +12,9 @@ import torch
 
 import design_space as ds
 from cuco.spec_loader import load_spec
-from evaluator import build, emulate, guard, reference, sass, toolchain
-from tests.kernels.families.family_helpers import sampled, assert_sample_passes, emulate_only, mutate, reference_cases
+from evaluator import emulate, guard, reference
+from tests.kernels.families.family_helpers import (sampled, gemm_kernels_per_backend, assert_sample_passes,
+                                                    emulate_only, mutate, reference_cases)
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "ring_attention"
 PATTERN = ds.get_pattern("ring_attention")
@@ -90,29 +89,11 @@ def test_a_missing_wait_fails_the_same_way_every_time(spec, cases, shared_cache,
     assert next(iter(outcomes))[0] is ds.Status.WRONG_RESULT
 
 
-def _attention_kernels(key: str, cache: Path, work: Path) -> list:
-    """The kernels of ``key``'s sm_90 bf16 build that run the attention tiles."""
-    out = build.build(PATTERN.render(ds.DesignPoint.parse_key(key)), arch="sm_90", comm_backend="nccl",
-                      dtype_code=2, tc=toolchain.toolchain(), cache_dir=cache, work_dir=work)
-    assert out.ok, out.log
-    return [k for k in out.stats.kernels if "attend" in k.name or "fused_kernel" in k.name]
-
-
-@pytest.mark.skipif(sass.sass_tool() is None, reason="cuobjdump not found: pip install -e '.[dev]' "
-                    "(nvidia-cuda-cuobjdump) to read the SASS")
 def test_attention_builds_to_tensor_core_mma(shared_cache, tmp_path):
-    points = ds.valid_points(PATTERN, ds.get_profile("H100"))
-    rng = random.Random(7)
-    # a point per backend; lsa's is the persistent kernel, whose CTAs run the tiles beside comm CTAs
-    keys = [rng.choice([p for p in points if p.backend.value == b and (b != "lsa" or p.placement.value ==
-                                                                       "fused_persistent")]).key()
-            for b in ("lsa", "gin", "copy_engine", "host_nccl")]
-    with ThreadPoolExecutor(2) as pool:  # nvcc runs ~10-30 s a source
-        builds = pool.map(lambda k: _attention_kernels(k, shared_cache / "builds", tmp_path / k.replace("/", "_")),
-                          keys)
-        for key, kernels in zip(keys, builds):
-            assert kernels, f"{key}: no attention kernel in the build"
-            assert all(k.mma > 0 for k in kernels), f"{key}: {[(k.name, k.mma) for k in kernels]}"
+    names = ("attend", "fused_kernel")
+    for key, kernels in gemm_kernels_per_backend(PATTERN, "sm_90", names, shared_cache, tmp_path):
+        assert kernels, f"{key}: no attention kernel in the build"
+        assert all(k.mma > 0 for k in kernels), f"{key}: {[(k.name, k.mma) for k in kernels]}"
 
 
 def test_cost_matches_hand_computation():
