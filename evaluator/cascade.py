@@ -15,7 +15,9 @@ import secrets
 import platform
 import shutil
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
@@ -141,28 +143,47 @@ class Evaluator:
         if findings:
             return Evaluation(**base, status=Status.REJECTED, stage=Stage.GUARD, reason=str(findings[0]),
                               logs=trim_log("\n".join(str(f) for f in findings)))
-        t = time.monotonic()
-        built = build.build(cand.source, arch=self.arch, comm_backend=self.config.comm_backend,
-                            dtype_code=self.spec.dtype.code, tc=self.tc, cache_dir=self.config.cache_dir,
-                            work_dir=work / "build", timeout_s=budget.cap(self.config.build_timeout_s))
-        seconds["build_cached" if built.stats.cached else "build"] = time.monotonic() - t
+        built, emu = self._build_and_emulate(cand, work, budget, seconds)
         if not built.ok and budget.cut:
             return Evaluation(**base, status=Status.TIMEOUT, stage=Stage.BUILD, build=built.stats,
-                              reason=budget.reason("the build"), logs=built.log)
+                              reason=budget.reason("the build", self.config.build_timeout_s), logs=built.log)
         if not built.ok:
             first = next((ln for ln in built.log.splitlines() if "error" in ln), "nvcc failed")
             return Evaluation(**base, status=Status.BUILD_FAILED, stage=Stage.BUILD, build=built.stats,
                               reason=first.strip()[:300], logs=built.log)
-        cases = self.cases_for(cand.content_hash)
-        settings = replace(self.config.emulation, timeout_s=budget.cap(self.config.emulation.timeout_s))
-        emu = emulate.emulate(cand.source, spec=self.spec, pattern=self.pattern, cases=cases, work_dir=work / "emulate",
-                              cache_dir=self.config.cache_dir / "emulator", settings=settings,
-                              canary=lambda: self.canary_passes(cases, work / "canary", settings))
         seconds.update(emu.seconds)
         if emu.status is not Status.OK:
             return Evaluation(**base, status=emu.status, stage=Stage.EMULATE, build=built.stats, checks=emu.checks,
                               reason=emu.reason, logs=emu.log)
         return self._after_emulation(cand, work, budget, base, built, emu)
+
+    def _build_and_emulate(self, cand: Candidate, work: Path, budget: "_Budget",
+                           seconds: dict) -> tuple[build.BuildOutcome, Optional[emulate.EmulationOutcome]]:
+        """The GPU build and the CPU emulation, side by side: they share nothing, and the verdict
+        order stays the sequential one (a failed build decides, and its emulation is stopped and
+        dropped), so only the wall time changes. The emulation is None when the build failed."""
+        cases = self.cases_for(cand.content_hash)
+        build_s = budget.cap(self.config.build_timeout_s)  # capped before the emulation's: `label` names the latter
+        settings = replace(self.config.emulation, timeout_s=budget.cap(self.config.emulation.timeout_s))
+        stop = threading.Event()
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuco-emulate") as pool:
+            running = pool.submit(emulate.emulate, cand.source, spec=self.spec, pattern=self.pattern, cases=cases,
+                                  work_dir=work / "emulate", cache_dir=self.config.cache_dir / "emulator",
+                                  settings=settings, stop=stop,
+                                  canary=lambda: self.canary_passes(cases, work / "canary", settings))
+            built = None
+            try:
+                t = time.monotonic()
+                built = build.build(cand.source, arch=self.arch, comm_backend=self.config.comm_backend,
+                                    dtype_code=self.spec.dtype.code, tc=self.tc, cache_dir=self.config.cache_dir,
+                                    work_dir=work / "build", timeout_s=build_s)
+                seconds["build_cached" if built.stats.cached else "build"] = time.monotonic() - t
+            finally:
+                if built is None or not built.ok:
+                    stop.set()
+        if not built.ok:
+            return built, None
+        return built, running.result()
 
     def _after_emulation(self, cand: Candidate, work: Path, budget: "_Budget", base: dict, built: build.BuildOutcome,
                          emu: emulate.EmulationOutcome) -> Evaluation:
@@ -294,9 +315,9 @@ class _Budget:
         """The deadline shortened a stage and has now passed: that stage ended because of it."""
         return self.capped is not None and self.deadline is not None and time.monotonic() >= self.deadline
 
-    def reason(self, what: str) -> str:
+    def reason(self, what: str, own_limit_s: float) -> str:
         return (f"{what} was still running at the run's deadline (--max-wall) and was killed; its own limit is "
-                f"{self.capped:.0f} s")
+                f"{own_limit_s:.0f} s")
 
     def label(self, ev: Evaluation) -> Evaluation:
         """A timeout that the deadline caused says so (and is flagged), so nobody mistakes it for the

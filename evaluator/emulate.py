@@ -12,6 +12,7 @@ output only explain a failure; they never make a candidate pass.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -60,6 +61,11 @@ class EmulationSettings:
     workspace_bytes: int = 1 << 16  # at least; a pattern may ask for more
     address_space_bytes: int = 4 << 30  # per rank process: 4 ranks x 4 GiB stays under a 24 GiB machine
     memory_bytes: int = 2 << 30  # the whole run (every rank), where the sandbox has a memory cgroup
+
+
+# What an emulation its caller stopped returns; never stored (the caller stopped it because it has its verdict).
+STOPPED = EmulationOutcome(Status.TIMEOUT, "emulation stopped by the evaluator: the candidate's verdict came from "
+                                           "another stage")
 
 
 def as_float32(path: Path, dtype: str, shape: Sequence[int]) -> np.ndarray:
@@ -181,7 +187,7 @@ class _RunOutcome:
 
 
 def run_group(binary: Path, group: Sequence[ReferenceCase], *, spec: KernelSpec, pattern: Pattern, folder: Path,
-              settings: EmulationSettings) -> _RunOutcome:
+              settings: EmulationSettings, stop: Optional[threading.Event] = None) -> _RunOutcome:
     """One emulator run (every call of one world and shape), judged here from the I/O file."""
     case = group[0]
     where = f"world {case.world}, shape {case.shape.name}"
@@ -192,7 +198,7 @@ def run_group(binary: Path, group: Sequence[ReferenceCase], *, spec: KernelSpec,
                             memory_bytes=settings.memory_bytes, work_bytes=64 << 20)
     with _io_files(group, spec, pattern, settings) as io:
         res = sandbox.run([str(binary), *map(str, io.fds)], workdir=folder, limits=limits, pass_fds=io.fds,
-                          view=(binary.parent,))
+                          view=(binary.parent,), stop=stop)
         log = f"$ emu world={case.world} shape={case.shape.name} calls={len(group)}\n{res.output}"
         failure = _classify(res, where)
         if failure:
@@ -209,16 +215,20 @@ def run_group(binary: Path, group: Sequence[ReferenceCase], *, spec: KernelSpec,
 
 def emulate(source: str, *, spec: KernelSpec, pattern: Pattern, cases: Sequence[ReferenceCase], work_dir: Path,
             cache_dir: Path, settings: EmulationSettings = EmulationSettings(),
-            canary: Optional[Callable[[], bool]] = None, check_object: bool = True) -> EmulationOutcome:
+            canary: Optional[Callable[[], bool]] = None, check_object: bool = True,
+            stop: Optional[threading.Event] = None) -> EmulationOutcome:
     """Compile once, run every (world, shape) group; stop at the first failing one.
 
     ``canary`` runs a known-good candidate through this same tier and says whether it passed: a
     result that looks like a harness fault is the candidate's unless the canary fails too.
     ``check_object=False`` skips the compiled-object checks: only for cuco's defence-in-depth
-    tests, which show the sandbox holds on its own; the evaluator never passes it."""
+    tests, which show the sandbox holds on its own; the evaluator never passes it. Setting ``stop``
+    (the caller no longer needs the verdict) ends the stage early with a ``STOPPED`` outcome."""
     build = shim_build.compile_emulator(source, work_dir / "build", dtype_code=spec.dtype.code, cache_dir=cache_dir,
-                                        check_object=check_object)
+                                        check_object=check_object, stop=stop)
     seconds = {"emulate_compile": build.seconds}
+    if stop is not None and stop.is_set():
+        return STOPPED
     if not build.ok:
         return EmulationOutcome(build.status, build.reason, log=trim_log(build.log), seconds=seconds)
     checks: list[RankCheck] = []
@@ -226,7 +236,9 @@ def emulate(source: str, *, spec: KernelSpec, pattern: Pattern, cases: Sequence[
     isolated, isolation = True, ""
     for i, group in enumerate(group_cases(cases)):
         out = run_group(build.binary, group, spec=spec, pattern=pattern, folder=work_dir / f"run{i}",
-                        settings=settings)
+                        settings=settings, stop=stop)
+        if stop is not None and stop.is_set():
+            return STOPPED
         isolated = isolated and out.result.network_isolated
         isolation = out.result.isolation.describe()
         key = f"emulate_w{group[0].world}"

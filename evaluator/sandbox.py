@@ -22,6 +22,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,6 +142,7 @@ def run(
     pass_fds: Sequence[int] = (),
     collect: Sequence[str] = (),
     view: Optional[Sequence[Path]] = None,
+    stop: Optional[threading.Event] = None,
 ) -> SandboxResult:
     """Run ``argv`` in the sandbox; never raises for anything the command does.
 
@@ -155,7 +157,9 @@ def run(
     ``pass_fds`` stay open in the stage; no other fd does. ``collect``: workdir-relative paths that
     must be regular files (no symlink followed) of at most ``limits.collect_bytes`` after the run;
     others are removed and named in ``not_collected``. With ``limits.work_bytes`` the workdir is a
-    tmpfs seeded with the folder's files, and only the ``collect`` paths reach the disk."""
+    tmpfs seeded with the folder's files, and only the ``collect`` paths reach the disk. Setting ``stop``
+    ends the stage as its deadline would (the result reads as timed out): for a caller that no longer
+    needs it."""
     workdir.mkdir(parents=True, exist_ok=True)
     collect = [_relative(c) for c in collect]
     stage_env = scrubbed_env(workdir, env)
@@ -172,7 +176,7 @@ def run(
                      pass_fds=list(pass_fds))
     start = time.monotonic()
     proc = _spawn(plan, argv, workdir, stage_env, (status_r, status_w), pass_fds)
-    streams, timed_out, lost = _capture(proc, plan, start + limits.wall_s, limits.output_bytes)
+    streams, timed_out, lost = _capture(proc, plan, start + limits.wall_s, limits.output_bytes, stop)
     _kill_group(proc.pid)  # stragglers the stage left behind
     report, status, got = jail.read_report(status_r)
     isolation = plan.finish(report)  # kills what is left in the cgroups and removes them
@@ -238,7 +242,8 @@ class _Tail:
         return self.head.decode(errors="replace") + marker + self.tail.decode(errors="replace")
 
 
-def _capture(proc: subprocess.Popen, plan: jail.Plan, deadline: float, limit: int) -> tuple[list, bool, bool]:
+def _capture(proc: subprocess.Popen, plan: jail.Plan, deadline: float, limit: int,
+             stop: Optional[threading.Event] = None) -> tuple[list, bool, bool]:
     """Read both pipes as they fill, keeping head and tail only; (streams, timed out, output lost).
     Once the stage is dead or killed, whatever still holds a pipe (escaped the group) gets a short grace."""
     tails = {p.fileno(): _Tail(limit) for p in (proc.stdout, proc.stderr)}
@@ -253,6 +258,8 @@ def _capture(proc: subprocess.Popen, plan: jail.Plan, deadline: float, limit: in
     try:
         while sel.get_map() and not lost:
             now = time.monotonic()
+            if stop is not None and stop.is_set():
+                deadline = min(deadline, now)
             if ended_at is None and (now >= deadline or proc.poll() is not None):
                 timed_out = proc.poll() is None
                 _end(proc, plan)
@@ -265,11 +272,14 @@ def _capture(proc: subprocess.Popen, plan: jail.Plan, deadline: float, limit: in
                     tails[key.fd].add(data)
                 else:
                     sel.unregister(key.fd)
-        if ended_at is None:  # the stage closed its output but may still run
-            try:
-                proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
-            except subprocess.TimeoutExpired:
+        while ended_at is None and proc.poll() is None:  # the stage closed its output but may still run
+            if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
                 timed_out = True
+                break
+            try:
+                proc.wait(timeout=min(max(deadline - time.monotonic(), 0.0), 0.25))
+            except subprocess.TimeoutExpired:
+                pass
     finally:
         sel.close()
         proc.stdout.close()

@@ -196,7 +196,8 @@ def _collect(item: tuple[str, subprocess.Popen]) -> list[str]:
 
 
 def compile_emulator(source: str, work_dir: Path, *, dtype_code: int, cache_dir: Path,
-                     extra_flags: tuple[str, ...] = (), check_object: bool = True) -> EmulatorBuild:
+                     extra_flags: tuple[str, ...] = (), check_object: bool = True,
+                     stop: Optional[threading.Event] = None) -> EmulatorBuild:
     """Compile one candidate into ``work_dir/emu``: its object is built and checked in the sandbox
     (``candidate_object``: no inline asm, only allowlisted symbols, no constructors, no overrides of
     the runtime), then linked with the cached runtime, in the sandbox too.
@@ -210,7 +211,8 @@ def compile_emulator(source: str, work_dir: Path, *, dtype_code: int, cache_dir:
     if not check_object or extra_flags:
         return _compile_unchecked(source, work_dir, dtype_code=dtype_code, cache_dir=cache_dir,
                                   extra_flags=extra_flags, start=start)
-    obj = candidate_object.compile_candidate_object(source, work_dir, dtype_code=dtype_code, cache_dir=cache_dir)
+    obj = candidate_object.compile_candidate_object(source, work_dir, dtype_code=dtype_code, cache_dir=cache_dir,
+                                                    stop=stop)
     if obj.findings:
         first = obj.findings[0]
         return _failed("\n".join(str(f) for f in obj.findings), start, not_emulatable=False, status=Status.REJECTED,

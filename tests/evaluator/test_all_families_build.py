@@ -1,7 +1,9 @@
-"""Every workload's template family builds with nvcc for both GPU generations it targets: a seeded
-sample of the points valid on A100 built for sm_80 and of those valid on H100 built for sm_90
-(nccl comm backend). The per-workload tests emulate their own samples; the full sweep of every
-point is scripts/check_all_points.py --all."""
+"""Every workload's template family builds with nvcc for the older GPU generation it targets too: a
+seeded sample of the points valid on A100 built for sm_80 (nccl comm backend), whose SASS holds
+tensor-core MMA instructions (the per-kernel check for sm_80 is the families' slow set). The H100 side (sm_90)
+is each family's own seeded-sample test in tests/kernels/families, which builds and emulates its
+points (every example targets H100); the full sweep of every point on both is
+scripts/check_all_points.py --all."""
 
 import os
 import random
@@ -11,7 +13,7 @@ import pytest
 
 import design_space as ds
 from cuco.spec_loader import load_spec
-from evaluator import build, toolchain
+from evaluator import build, sass, toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = sorted(p.parent for p in (ROOT / "examples").glob("*/spec.py"))
@@ -19,13 +21,15 @@ SAMPLE = int(os.environ.get("CUCO_BUILD_SAMPLE", "2"))
 
 
 def test_every_workload_has_an_example_and_a_registered_family():
-    names = {load_spec(folder).pattern for folder in SPECS}
+    specs = [load_spec(folder) for folder in SPECS]
+    names = {s.pattern for s in specs}
+    assert {s.hardware for s in specs} == {"H100"}  # so the family tests' samples are the sm_90 builds
     assert {"allgather_gemm", "gemm_reducescatter", "gemm_allreduce", "moe_dispatch_combine", "ring_attention",
             "kv_cache_transfer"} <= names
     assert names <= set(ds.pattern_names())
 
 
-@pytest.mark.parametrize("profile", ["A100", "H100"])
+@pytest.mark.parametrize("profile", ["A100"])
 @pytest.mark.parametrize("folder", SPECS, ids=[p.name for p in SPECS])
 def test_a_seeded_sample_builds_for_the_profile_arch(folder, profile, shared_cache, tmp_path):
     spec = load_spec(folder)
@@ -37,3 +41,5 @@ def test_a_seeded_sample_builds_for_the_profile_arch(folder, profile, shared_cac
                           dtype_code=spec.dtype.code, tc=toolchain.toolchain(), cache_dir=shared_cache,
                           work_dir=tmp_path / point.key().replace("/", "_"), timeout_s=300)
         assert res.ok, f"{point.key()} for {hw.arch}:\n{res.log[-2000:]}"
+        if sass.sass_tool() is not None:  # every family's GEMM goes through the tensor-core tile
+            assert any(k.mma > 0 for k in res.stats.kernels), (point.key(), res.stats.kernels)

@@ -42,7 +42,7 @@ def test_template_sources_build_together_in_one_call(tmp_path: Path):
     assert all(r.batched and r.seconds > 0 for r in out)
 
 
-@pytest.mark.parametrize("broken_at", [0, 2])
+@pytest.mark.parametrize("broken_at", [0, pytest.param(2, marks=pytest.mark.slow)])  # each rebuilds all alone
 def test_a_broken_source_fails_alone_and_the_others_still_pass(tmp_path: Path, broken_at: int):
     sources = _sources()
     sources[broken_at] = sources[broken_at].replace('#include "cuco_comm.h"\n',

@@ -12,7 +12,7 @@ import pytest
 
 import design_space as ds
 from evaluator import candidate_object as co
-from evaluator import shim_build
+from evaluator import object_symbols, shim_build
 
 pytestmark = pytest.mark.skipif(not (shutil.which("g++") and shutil.which("nm") and shutil.which("readelf")),
                                 reason="the CPU build needs g++ and binutils")
@@ -217,7 +217,7 @@ def test_check_object_flags_an_object_built_elsewhere(tmp_path):
 
 
 def test_the_allowlist_names_only_what_the_runtime_or_the_system_defines():
-    allow = co.load_allowlist()
+    allow = object_symbols.load_allowlist()
     runtime = shim_build.ensure_runtime(CACHE[0])
     nm = subprocess.run(["nm", "-C", "--defined-only", str(runtime)], capture_output=True, text=True).stdout
     shown = {ln.split(" ", 2)[2] for ln in nm.splitlines() if ln.count(" ") >= 2}

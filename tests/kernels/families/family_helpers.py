@@ -8,11 +8,12 @@ import pytest
 
 import design_space as ds
 from cuco.point_sweep import sweep_workload
+from cuco.sweep_ledger import Ledger
 
-SAMPLE = int(os.environ.get("CUCO_FAMILY_SAMPLE", "6"))
+SAMPLE = int(os.environ.get("CUCO_FAMILY_SAMPLE", "4"))
 SEED = int(os.environ.get("CUCO_FAMILY_SEED", "2026"))
 # Mutations the default run emulates per test; the others are marked slow (`pytest -m slow tests/kernels`).
-MUTATION_SAMPLE = int(os.environ.get("CUCO_MUTATION_SAMPLE", "3"))
+MUTATION_SAMPLE = int(os.environ.get("CUCO_MUTATION_SAMPLE", "2"))
 
 
 def sampled(params, ids=None) -> list:
@@ -26,8 +27,12 @@ def sampled(params, ids=None) -> list:
 
 
 def assert_sample_passes(spec, cache_dir) -> None:
-    """A seeded sample of the spec's family passes guard, nvcc and emulation at every world size."""
-    row = sweep_workload(spec, cache_dir, hardware=(spec.hardware,), sample=SAMPLE, seed=SEED, workers=2).rows[0]
+    """A seeded sample of the spec's family passes guard, nvcc and emulation at every world size.
+    Verdicts go to the session cache's sweep ledger, where tests/test_check_all_points_script.py
+    finds them (the session cache starts empty, so this test always runs its checks itself)."""
+    ledger = Ledger(cache_dir / "sweep-ledger.jsonl")
+    row = sweep_workload(spec, cache_dir, hardware=(spec.hardware,), sample=SAMPLE, seed=SEED, workers=2,
+                         ledger=ledger).rows[0]
     assert row.valid == len(ds.valid_points(ds.get_pattern(spec.pattern), ds.get_profile("H100")))
     assert len(row.verdicts) == min(SAMPLE, row.valid)
     assert row.failures == [], [f"{v.point.key()}: {v.status} {v.reason}" for v in row.failures]
