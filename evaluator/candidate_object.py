@@ -326,6 +326,3 @@ def instruction_findings(asm: str) -> list[Finding]:
     names = sorted({m.group(1) for m in _INSTRUCTION.finditer(asm)})
     return [Finding("instruction", f"x86 instruction {n} in the compiled code: system calls and cycle counters are "
                                    "not allowed") for n in names]
-
-
-# --------------------------------------------------------------------------- symbols

@@ -1,8 +1,8 @@
 """Every workload's template family builds with nvcc for the older GPU generation it targets too: a
 seeded sample of the points valid on A100 built for sm_80 (nccl comm backend), whose SASS holds
-tensor-core MMA instructions (the per-kernel check for sm_80 is the families' slow set). The H100 side (sm_90)
-is each family's own seeded-sample test in tests/kernels/families, which builds and emulates its
-points (every example targets H100); the full sweep of every point on both is
+tensor-core MMA instructions (the per-kernel sm_80 check is the families' slow set). The H100 side
+(sm_90) is each family's own seeded-sample test in tests/kernels/families, which builds and
+emulates its points (every example targets H100); the full sweep of every point on both is
 scripts/check_all_points.py --all."""
 
 import os

@@ -9,33 +9,13 @@ import numpy as np
 import pytest
 
 import design_space as ds
-from cuco.spec_loader import load_spec
 from evaluator import emulate
-from evaluator.cascade import Evaluator, EvaluatorConfig
-from evaluator.emulate import EmulationSettings
 from tests.kernels.families.family_helpers import (sampled, gemm_kernels_per_backend, assert_sample_passes,
-                                                    emulate_only, mutate, reference_cases)
+                                                    emulate_only, mutate)
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "gemm_allreduce"
 PATTERN = ds.get_pattern("gemm_allreduce")
 FAILED = {ds.Status.WRONG_RESULT, ds.Status.TIMEOUT}
-
-
-@pytest.fixture(scope="module")
-def spec():
-    return load_spec(EXAMPLE)
-
-
-@pytest.fixture(scope="module")
-def evaluator(spec, shared_cache):
-    ev = Evaluator(spec, EvaluatorConfig(cache_dir=shared_cache, emulation=EmulationSettings(timeout_s=20)))
-    ev.prepare()
-    return ev
-
-
-@pytest.fixture(scope="module")
-def cases(spec, shared_cache):
-    return reference_cases(spec, shared_cache)
 
 
 def test_seeded_sample_of_the_family_builds_and_emulates(spec, shared_cache):
@@ -46,7 +26,7 @@ def test_seeded_sample_of_the_family_builds_and_emulates(spec, shared_cache):
 GEMM_KERNELS = ("gemm_kernel", "fused_kernel")
 
 
-@pytest.mark.parametrize("arch", ["sm_90", pytest.param("sm_80", marks=pytest.mark.slow)])  # sm_80: CI's slow set
+@pytest.mark.parametrize("arch", ["sm_90", pytest.param("sm_80", marks=pytest.mark.slow)])  # sm_80: the slow set
 def test_kernels_that_compute_partial_tiles_use_tensor_cores(arch, shared_cache, tmp_path):
     for key, tiles in gemm_kernels_per_backend(PATTERN, arch, GEMM_KERNELS, shared_cache, tmp_path):
         assert len(tiles) == 2, (key, [k.name for k in tiles])  # short and tall tiles
@@ -82,15 +62,11 @@ MUTATIONS = {
 }
 
 
-def _emulate(source: str, spec, cases, shared_cache, tmp_path) -> emulate.EmulationOutcome:
-    return emulate_only(source, spec, cases, shared_cache, tmp_path)
-
-
 @pytest.mark.parametrize("name", sampled(sorted(MUTATIONS)))
 def test_broken_synchronisation_or_transfer_fails_emulation(name, spec, cases, shared_cache, tmp_path):
     key, old, new = MUTATIONS[name]
     broken = mutate(PATTERN.render(ds.DesignPoint.parse_key(key)), old, new)
-    outcome = _emulate(broken, spec, cases, shared_cache, tmp_path)
+    outcome = emulate_only(broken, spec, cases, shared_cache, tmp_path)
     assert outcome.status in FAILED, f"{name}: {outcome.status.value} {outcome.reason}"
 
 

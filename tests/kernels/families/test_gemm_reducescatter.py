@@ -13,26 +13,11 @@ import pytest
 import torch
 
 import design_space as ds
-from cuco.spec_loader import load_spec
 from tests.kernels.families.family_helpers import (assert_sample_passes, edit_lines, emulate_only,
                                                     gemm_kernels_per_backend, reference_cases, sampled)
 
 PATTERN = ds.get_pattern("gemm_reducescatter")
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "gemm_reducescatter"
-
-
-@pytest.fixture(scope="module")
-def spec():
-    return load_spec(EXAMPLE)
-
-
-@pytest.fixture(scope="module")
-def evaluator(spec, shared_cache):
-    from evaluator.cascade import Evaluator, EvaluatorConfig
-    from evaluator.emulate import EmulationSettings
-    ev = Evaluator(spec, EvaluatorConfig(cache_dir=shared_cache, emulation=EmulationSettings(timeout_s=20)))
-    ev.prepare()
-    return ev
 
 
 def test_seeded_sample_of_the_family_builds_and_emulates(spec, shared_cache):
@@ -111,7 +96,7 @@ def test_every_partial_tile_goes_through_the_gemm_tile():
 GEMM_KERNELS = ("gemm_kernel", "finish_kernel", "fused_kernel")
 
 
-@pytest.mark.parametrize("arch", ["sm_90", pytest.param("sm_80", marks=pytest.mark.slow)])  # sm_80: CI's slow set
+@pytest.mark.parametrize("arch", ["sm_90", pytest.param("sm_80", marks=pytest.mark.slow)])  # sm_80: the slow set
 def test_kernels_that_compute_tiles_use_tensor_cores(arch, shared_cache, tmp_path):
     for key, tiles in gemm_kernels_per_backend(PATTERN, arch, GEMM_KERNELS, shared_cache, tmp_path):
         assert tiles, key

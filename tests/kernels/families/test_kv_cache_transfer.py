@@ -11,38 +11,23 @@ import pytest
 import torch
 
 import design_space as ds
-from cuco.spec_loader import load_spec
 from evaluator import emulate
 from tests.kernels.families.family_helpers import (sampled, gemm_kernels_per_backend, assert_sample_passes,
-                                                    emulate_only, mutate, reference_cases)
+                                                    emulate_only, mutate)
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "kv_cache_transfer"
 PATTERN = ds.get_pattern("kv_cache_transfer")
-
-
-@pytest.fixture(scope="module")
-def spec():
-    return load_spec(EXAMPLE)
-
-
-@pytest.fixture(scope="module")
-def cases(spec, shared_cache):
-    return reference_cases(spec, shared_cache)
 
 
 def test_seeded_sample_of_the_family_builds_and_emulates(spec, shared_cache):
     assert_sample_passes(spec, shared_cache)
 
 
-def _emulate(source: str, spec, cases, shared_cache, tmp_path) -> emulate.EmulationOutcome:
-    return emulate_only(source, spec, cases, shared_cache, tmp_path)
-
-
 # Kernels that compute KV tiles (the others only move data or wait).
 GEMM_KERNELS = ("gemm_kernel", "fused_kernel")
 
 
-@pytest.mark.parametrize("arch", ["sm_90", pytest.param("sm_80", marks=pytest.mark.slow)])  # sm_80: CI's slow set
+@pytest.mark.parametrize("arch", ["sm_90", pytest.param("sm_80", marks=pytest.mark.slow)])  # sm_80: the slow set
 def test_kernels_that_compute_kv_tiles_use_tensor_cores(arch, shared_cache, tmp_path):
     for key, tiles in gemm_kernels_per_backend(PATTERN, arch, GEMM_KERNELS, shared_cache, tmp_path):
         assert len(tiles) == 2, (key, [k.name for k in tiles])  # short and tall tiles
@@ -77,8 +62,8 @@ FAILED = {ds.Status.WRONG_RESULT, ds.Status.TIMEOUT}
 def test_broken_transfer_fails_emulation(name, spec, cases, shared_cache, tmp_path):
     key, old, new = MUTATIONS[name]
     intact = PATTERN.render(ds.DesignPoint.parse_key(key))
-    assert _emulate(intact, spec, cases, shared_cache, tmp_path / "intact").status is ds.Status.OK
-    broken = _emulate(mutate(intact, old, new), spec, cases, shared_cache, tmp_path / "broken")
+    assert emulate_only(intact, spec, cases, shared_cache, tmp_path / "intact").status is ds.Status.OK
+    broken = emulate_only(mutate(intact, old, new), spec, cases, shared_cache, tmp_path / "broken")
     assert broken.status in FAILED, broken.reason
 
 
@@ -86,7 +71,7 @@ def test_a_missing_wait_fails_the_same_way_every_time(spec, cases, shared_cache,
     key, old, new = MUTATIONS["lsa-missing-wait"]
     broken = mutate(PATTERN.render(ds.DesignPoint.parse_key(key)), old, new)
     outcomes = {(o.status, o.reason) for o in
-                (_emulate(broken, spec, cases, shared_cache, tmp_path / str(i)) for i in range(5))}
+                (emulate_only(broken, spec, cases, shared_cache, tmp_path / str(i)) for i in range(5))}
     assert len(outcomes) == 1
     assert next(iter(outcomes))[0] is ds.Status.WRONG_RESULT
 

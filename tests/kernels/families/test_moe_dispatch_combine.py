@@ -10,37 +10,14 @@ import pytest
 import torch
 
 import design_space as ds
-from cuco.spec_loader import load_spec
 from design_space.families.moe_dispatch_combine import rank_loads
-from evaluator import emulate, reference
+from evaluator import emulate
 from tests.kernels.families.family_helpers import (sampled, gemm_kernels_per_backend, assert_sample_passes,
                                                     edit_lines)
 
 PATTERN = ds.get_pattern("moe_dispatch_combine")
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "moe_dispatch_combine"
 FAILED = {ds.Status.WRONG_RESULT, ds.Status.TIMEOUT}
-
-
-@pytest.fixture(scope="module")
-def spec():
-    return load_spec(EXAMPLE)
-
-
-@pytest.fixture(scope="module")
-def evaluator(spec, shared_cache):
-    from evaluator.cascade import Evaluator, EvaluatorConfig
-    from evaluator.emulate import EmulationSettings
-    ev = Evaluator(spec, EvaluatorConfig(cache_dir=shared_cache, emulation=EmulationSettings(timeout_s=20)))
-    ev.prepare()
-    return ev
-
-
-@pytest.fixture(scope="module")
-def cases(evaluator):
-    """The evaluator's reference cases (prepared once, read back from its cache)."""
-    return reference.prepare(evaluator.spec, PATTERN, evaluator.config.cache_dir / "reference",
-                             worlds=evaluator.spec.emulation_world_sizes, cases=evaluator.spec.emulation_shapes,
-                             seeds=(0, 1))
 
 
 def test_seeded_sample_of_the_family_builds_and_emulates(spec, shared_cache):

@@ -11,31 +11,16 @@ import pytest
 import torch
 
 import design_space as ds
-from cuco.spec_loader import load_spec
 from evaluator import emulate, guard, reference
 from tests.kernels.families.family_helpers import (sampled, gemm_kernels_per_backend, assert_sample_passes,
-                                                    emulate_only, mutate, reference_cases)
+                                                    emulate_only, mutate)
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "ring_attention"
 PATTERN = ds.get_pattern("ring_attention")
 
 
-@pytest.fixture(scope="module")
-def spec():
-    return load_spec(EXAMPLE)
-
-
-@pytest.fixture(scope="module")
-def cases(spec, shared_cache):
-    return reference_cases(spec, shared_cache)
-
-
 def test_seeded_sample_of_the_family_builds_and_emulates(spec, shared_cache):
     assert_sample_passes(spec, shared_cache)
-
-
-def _emulate(source: str, spec, cases, shared_cache, tmp_path) -> emulate.EmulationOutcome:
-    return emulate_only(source, spec, cases, shared_cache, tmp_path)
 
 
 
@@ -75,8 +60,8 @@ FAILED = {ds.Status.WRONG_RESULT, ds.Status.TIMEOUT}
 def test_broken_transfer_fails_emulation(name, spec, cases, shared_cache, tmp_path):
     key, old, new = MUTATIONS[name]
     intact = PATTERN.render(ds.DesignPoint.parse_key(key))
-    assert _emulate(intact, spec, cases, shared_cache, tmp_path / "intact").status is ds.Status.OK
-    broken = _emulate(mutate(intact, old, new), spec, cases, shared_cache, tmp_path / "broken")
+    assert emulate_only(intact, spec, cases, shared_cache, tmp_path / "intact").status is ds.Status.OK
+    broken = emulate_only(mutate(intact, old, new), spec, cases, shared_cache, tmp_path / "broken")
     assert broken.status in FAILED, broken.reason
 
 
@@ -84,7 +69,7 @@ def test_a_missing_wait_fails_the_same_way_every_time(spec, cases, shared_cache,
     key, old, new = MUTATIONS["lsa-missing-wait"]
     broken = mutate(PATTERN.render(ds.DesignPoint.parse_key(key)), old, new)
     outcomes = {(o.status, o.reason) for o in
-                (_emulate(broken, spec, cases, shared_cache, tmp_path / str(i)) for i in range(5))}
+                (emulate_only(broken, spec, cases, shared_cache, tmp_path / str(i)) for i in range(5))}
     assert len(outcomes) == 1
     assert next(iter(outcomes))[0] is ds.Status.WRONG_RESULT
 
