@@ -35,10 +35,10 @@ def read_features(build: Optional[BuildStats], obs: Optional[Observation], patte
         top = obs.tile_flops_busiest / (cost.flops * cost.imbalance) if cost.flops > 0 else 0.0
         share = min(1.0, max(mean, top))
     if mma:
-        tensor_core, source = any(m > 0 for m in mma), "SASS (cuobjdump) and the emulator's tile counts"
+        tensor_core, source = any(m > 0 for m in mma), "the SASS and the emulator's tile counts"
     else:
         tensor_core = share > 0 and dtype is not DType.FP32
-        source = "the emulator's tile counts (SASS not read: install the dev extra's nvidia-cuda-cuobjdump)"
+        source = "the emulator's tile counts (SASS not read: install the dev extra's nvidia-cuda-nvdisasm)"
     widths = [k.widest_global_bytes for k in kernels if k.widest_global_bytes]
     spills = max((k.spill_stores + k.spill_loads for k in kernels), default=0)
     registers = max((k.registers for k in kernels), default=0)

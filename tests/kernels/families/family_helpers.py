@@ -74,7 +74,7 @@ def gemm_kernels_per_backend(pattern, arch: str, names: tuple[str, ...], cache_d
     beside comm CTAs. Skips when no SASS disassembler is installed."""
     from evaluator import build, sass, toolchain
     if sass.sass_tool() is None:
-        pytest.skip("no SASS disassembler (cuobjdump: install the dev extra's nvidia-cuda-cuobjdump wheel)")
+        pytest.skip("no SASS disassembler (nvdisasm: install the dev extra's nvidia-cuda-nvdisasm wheel)")
     tc = toolchain.toolchain()
     points = ds.valid_points(pattern, ds.get_profile("H100" if arch == "sm_90" else "A100"))
     rng = random.Random(arch)
