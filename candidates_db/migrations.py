@@ -1,7 +1,7 @@
 """Schema versioning without alembic: one version number in the ``schema_version`` table.
 
 ``migrate`` brings any database this code can read up to ``SCHEMA_VERSION``: it creates missing
-tables, runs the upgrade step of each version in between, and records the new version. A
+tables and indexes, runs the upgrade step of each version in between, and records the new version. A
 database written by a newer cuco is refused instead of being half-understood.
 """
 
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from sqlalchemy import Connection, Engine, inspect, select, text
+from sqlalchemy import Connection, Engine, Index, inspect, select, text
+from sqlalchemy.exc import DatabaseError
 
 from candidates_db.schema import SCHEMA_VERSION, Base, SchemaVersionRow, utcnow
 from design_space.errors import StoreError
@@ -36,6 +37,17 @@ def _refuse_newer(version: int, where: str) -> None:
         )
 
 
+def _missing_indexes(conn: Connection) -> list[Index]:
+    """Declared indexes of existing tables that the database lacks (added by a later cuco)."""
+    inspector = inspect(conn)
+    missing = []
+    for table in Base.metadata.sorted_tables:
+        if table.indexes and inspector.has_table(table.name):
+            have = {ix["name"] for ix in inspector.get_indexes(table.name)}
+            missing += [ix for ix in table.indexes if ix.name not in have]
+    return missing
+
+
 def _lock(conn: Connection) -> None:
     """Serialise migrations: two processes opening a fresh database at once must not both
     create tables or insert the version row."""
@@ -52,6 +64,8 @@ def _upgrade(conn: Connection) -> None:
     if version is not None:
         _refuse_newer(version, conn.engine.url.render_as_string(hide_password=True))
     Base.metadata.create_all(conn, checkfirst=True)
+    for index in _missing_indexes(conn):  # create_all adds no index to a table that exists
+        index.create(conn, checkfirst=True)
     # A fresh database gets the current tables from create_all: no upgrade steps to run.
     start = SCHEMA_VERSION if version is None else version
     for step in range(start + 1, SCHEMA_VERSION + 1):
@@ -77,11 +91,18 @@ def migrate(engine: Engine) -> int:
     """
     with engine.connect() as conn:
         version = stored_version(conn)
+        indexes_missing = version == SCHEMA_VERSION and bool(_missing_indexes(conn))
     if version is not None:
         _refuse_newer(version, engine.url.render_as_string(hide_password=True))
-    if version == SCHEMA_VERSION:
+    if version == SCHEMA_VERSION and not indexes_missing:
         return version  # the common case takes no write lock, so read-only files open too
-    with engine.begin() as conn:
-        _lock(conn)
-        _upgrade(conn)
+    try:
+        with engine.begin() as conn:
+            _lock(conn)
+            _upgrade(conn)
+    except DatabaseError:
+        if not indexes_missing:
+            raise
+        # Only indexes were missing (they speed up the web leaderboard, nothing needs them):
+        # a file we may not write still opens, as it did before they were declared.
     return SCHEMA_VERSION

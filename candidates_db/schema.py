@@ -28,6 +28,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 # Bump when a table or column changes, and add the step to ``migrations.UPGRADES``.
 # 2: llm_calls and agent_steps (new tables only: create_all adds them, no upgrade step).
+# A new index needs no bump: ``migrate`` adds missing indexes, and code without them reads the same tables.
 SCHEMA_VERSION = 2
 
 
@@ -106,6 +107,9 @@ class CandidateRow(Base):
         # Dedup is per run: the same source in two runs is two candidates.
         UniqueConstraint("run_name", "content_hash", name="uq_candidates_run_hash"),
         Index("ix_candidates_run_generation", "run_name", "generation"),
+        # Covers every column the web leaderboard filters and sorts on, so a page of a large run
+        # reads this index instead of rows that carry whole sources.
+        Index("ix_candidates_board", "run_name", "seq", "generation", "island", "origin_kind", "point_key", "id"),
     )
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     # Insertion order: created_at alone can tie within one clock tick; ids are random.
@@ -128,6 +132,10 @@ class EvaluationRow(Base):
     """History of evaluations: a candidate may be evaluated again; the highest id is current."""
 
     __tablename__ = "evaluations"
+    # Finds each candidate's latest evaluation and what the leaderboard filters and sorts on, without
+    # reading the rows (their payloads are large).
+    __table_args__ = (Index("ix_evaluations_latest", "candidate_id", "id", "status", "stage", "fitness",
+                            "timing_source"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     candidate_id: Mapped[str] = mapped_column(
         ForeignKey("candidates.id", ondelete="CASCADE"), nullable=False, index=True

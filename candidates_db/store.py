@@ -3,46 +3,33 @@
 Every method opens one short session and returns ``design_space`` values, never ORM rows, so
 callers cannot hold a row across transactions or trigger lazy loads on a closed session.
 A filesystem path means a SQLite file (WAL mode, so the CLI can read while a search writes);
-a URL is used as is (PostgreSQL for runs spread over machines).
+a URL is used as is (PostgreSQL for runs spread over machines); ``engine`` makes the engines.
 """
 
 from __future__ import annotations
 
-import math
-import sqlite3
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from sqlalchemy import Engine, Select, case, create_engine, event, exists, func, select
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, NoSuchModuleError
+from sqlalchemy import Engine, Select, case, exists, func, select
+from sqlalchemy.exc import DatabaseError, IntegrityError
 from sqlalchemy.orm import Session, aliased, sessionmaker
 
+from candidates_db.engine import BUSY_TIMEOUT_S, create_read_only_engine, create_store_engine, url_for, where
+from candidates_db.leaderboard_query import STAGE_DEPTH, LeaderboardQueries
 from candidates_db.llm_store import LLMRecords
-from candidates_db.migrations import migrate
-from candidates_db.schema import CandidateRow, EvaluationRow, RunRow, json_safe, utcnow
-from design_space.candidate import Candidate, Origin
+from candidates_db.migrations import migrate, stored_version
+from candidates_db.schema import SCHEMA_VERSION, CandidateRow, EvaluationRow, RunRow, json_safe, utcnow
+from candidates_db.values import candidate_row, candidate_value, evaluation_row, evaluation_value, run_value
+from design_space.candidate import Candidate
 from design_space.errors import StoreError
-from design_space.evaluation import Evaluation, Stage, Status
-from design_space.point import DesignPoint
+from design_space.evaluation import Evaluation, Status
 from design_space.run import RunInfo, RunStatus
 
-BUSY_TIMEOUT_S = 30  # how long a SQLite writer waits for another writer before failing
 MIN_PREFIX = 4
 LIST_IDS_FIX = "run `cuco leaderboard <run>` to list candidate ids"
-# How far a failed candidate got, for the leaderboard. ``simulate`` replaces verify/bench on a
-# machine without a GPU, so it ranks with verify: both passed CPU emulation and nothing more.
-STAGE_DEPTH: dict[str, int] = {
-    Stage.GUARD.value: 0, Stage.BUILD.value: 1, Stage.EMULATE.value: 2, Stage.VERIFY.value: 3,
-    Stage.SIMULATE.value: 3, Stage.BENCH.value: 4, Stage.SCORE.value: 5,
-}
-
-
-def _where(url: URL) -> str:
-    return url.render_as_string(hide_password=True)
 
 
 def _first_line(e: BaseException) -> str:
@@ -50,129 +37,46 @@ def _first_line(e: BaseException) -> str:
     return text.splitlines()[0] if text else type(e).__name__
 
 
-def _url_for(target: Union[str, Path]) -> URL:
-    """A path (no ``://``) becomes an absolute ``sqlite:///`` URL; ``postgresql://`` gets psycopg 3."""
-    if isinstance(target, Path) or "://" not in str(target):
-        path = Path(target).expanduser().resolve()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise StoreError(f"cannot create the folder for the candidates database {path}: {e}",
-                             "pick a path in a folder you can write (--db PATH)") from e
-        return URL.create("sqlite", database=str(path))
-    try:
-        url = make_url(str(target))
-    except ArgumentError as e:
-        raise StoreError(f"cannot parse the database URL {target!r}",
-                         "give a file path or a URL like postgresql://user@host/db") from e
-    # SQLAlchemy's bare "postgresql" means psycopg2, which cuco does not depend on.
-    if url.drivername in ("postgresql", "postgres"):
-        url = url.set(drivername="postgresql+psycopg")
-    return url
+def _check_readable(engine: Engine) -> None:
+    """What a read-only open needs, since it cannot migrate: a cuco database of this schema."""
+    with engine.connect() as conn:
+        version = stored_version(conn)
+    shown = where(engine.url)
+    if version is None:
+        raise StoreError(f"{shown} is not a cuco candidates database (it has no schema version)",
+                         "pass the cuco.db of a run or the URL `cuco evolve --db` wrote to")
+    if version != SCHEMA_VERSION:
+        newer = version > SCHEMA_VERSION
+        raise StoreError(f"candidates database {shown} has schema version {version}, this cuco reads {SCHEMA_VERSION}",
+                         "upgrade cuco (pip install -U cuco-kernels) to read it" if newer else
+                         "open it once with a writable cuco command (e.g. `cuco leaderboard`) to upgrade it")
 
 
-def _enable_wal(cur: Any) -> None:
-    """WAL (persistent in the file): readers never block the writer, nor it them.
-
-    Switching a fresh file to WAL needs an exclusive lock and SQLite reports a clash at once
-    instead of calling the busy handler, so processes opening a new file together retry here.
-    """
-    deadline = time.monotonic() + BUSY_TIMEOUT_S
-    while True:
-        try:
-            if cur.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                cur.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as e:
-            if "locked" not in str(e) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
-
-
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    cur = dbapi_conn.cursor()
-    cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
-    _enable_wal(cur)
-    cur.execute("PRAGMA synchronous = NORMAL")  # durable enough under WAL, much faster
-    cur.execute("PRAGMA foreign_keys = ON")
-    cur.close()
-
-
-def _create_engine(url: URL) -> Engine:
-    try:
-        if url.get_backend_name() == "sqlite":
-            engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_S})
-            event.listen(engine, "connect", _sqlite_pragmas)
-            return engine
-        return create_engine(url, pool_pre_ping=True)
-    except NoSuchModuleError as e:
-        raise StoreError(f"unknown database kind in {_where(url)}",
-                         "use a file path (SQLite) or a postgresql:// URL") from e
-    except ImportError as e:
-        raise StoreError(f"the database driver for {_where(url)} is not installed ({e})",
-                         "pip install 'cuco-kernels[postgres]' for PostgreSQL") from e
-
-
-# --- conversions between rows and values ------------------------------------------------------
-
-def _run_value(row: RunRow) -> RunInfo:
-    return RunInfo(name=row.name, spec_name=row.spec_name, pattern=row.pattern, spec_hash=row.spec_hash,
-                   spec_json=row.spec_json, config=row.config or {}, status=RunStatus(row.status),
-                   note=row.note, created_at=row.created_at, updated_at=row.updated_at)
-
-
-def _candidate_row(run: str, c: Candidate) -> CandidateRow:
-    return CandidateRow(
-        id=c.id, run_name=run, parent_ids=list(c.parent_ids), generation=c.generation, island=c.island,
-        origin_kind=c.origin.kind.value, origin_model=c.origin.model, origin_patch_type=c.origin.patch_type,
-        source=c.source, point=c.point.model_dump(mode="json") if c.point else None,
-        point_key=c.point.key() if c.point else None, content_hash=c.content_hash, created_at=utcnow(),
-    )
-
-
-def _candidate_value(row: CandidateRow) -> Candidate:
-    origin = Origin(kind=row.origin_kind, model=row.origin_model, patch_type=row.origin_patch_type)
-    point = DesignPoint.model_validate(row.point) if row.point is not None else None
-    return Candidate(id=row.id, parent_ids=tuple(row.parent_ids or ()), generation=row.generation,
-                     island=row.island, origin=origin, source=row.source, point=point)
-
-
-def _evaluation_row(e: Evaluation) -> EvaluationRow:
-    try:
-        source = e.timing_source
-    except ValueError as err:
-        raise StoreError(f"evaluation of {e.candidate_id} mixes measured and simulated timings",
-                         "report this as a cuco bug: the evaluator must label one timing source") from err
-    fitness = e.fitness
-    return EvaluationRow(
-        candidate_id=e.candidate_id, status=e.status.value, stage=e.stage.value, reason=e.reason,
-        fitness=None if fitness is None or math.isnan(fitness) else fitness,
-        timing_source=source.value if source else None,
-        payload=json_safe(e.model_dump(mode="json")), created_at=utcnow(),
-    )
-
-
-def _evaluation_value(row: Optional[EvaluationRow]) -> Optional[Evaluation]:
-    return None if row is None else Evaluation.model_validate(row.payload)
-
-
-class Store(LLMRecords):
+class Store(LeaderboardQueries, LLMRecords):
     """The candidates database. Open with ``Store.open(path_or_url)``; use as a context manager.
     LLM calls and agent steps: see ``llm_store.LLMRecords``."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, read_only: bool = False, url: Optional[str] = None) -> None:
         self._engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
         self._closed = False
-        self.url = _where(engine.url)
+        self.read_only = read_only
+        self.url = url or where(engine.url)
 
     @classmethod
-    def open(cls, url_or_path: Union[str, Path]) -> "Store":
-        """Open (creating or upgrading as needed) the database at a file path or URL."""
-        url = _url_for(url_or_path)
-        engine = _create_engine(url)
+    def open(cls, url_or_path: Union[str, Path], *, read_only: bool = False) -> "Store":
+        """Open (creating or upgrading as needed) the database at a file path or URL.
+
+        ``read_only``: open an existing database of the current schema for reading only (a
+        SQLite file with ``mode=ro``, a PostgreSQL session whose transactions are read-only);
+        nothing is created, migrated or switched to WAL, and any write raises ``StoreError``."""
+        url = url_for(url_or_path, create_folder=not read_only)
+        engine = create_read_only_engine(url) if read_only else create_store_engine(url)
         try:
-            migrate(engine)
+            if read_only:
+                _check_readable(engine)
+            else:
+                migrate(engine)
         except StoreError:
             engine.dispose()
             raise
@@ -181,8 +85,8 @@ class Store(LLMRecords):
             fix = ("check that the file is a cuco candidates database and its folder is writable"
                    if url.get_backend_name() == "sqlite"
                    else "check that the server is running and reachable and the URL's user, password and database")
-            raise StoreError(f"cannot open the candidates database {_where(url)}: {_first_line(e)}", fix) from e
-        return cls(engine)
+            raise StoreError(f"cannot open the candidates database {where(url)}: {_first_line(e)}", fix) from e
+        return cls(engine, read_only=read_only, url=where(url))
 
     def close(self) -> None:
         self._closed = True
@@ -208,6 +112,9 @@ class Store(LLMRecords):
         except (IntegrityError, StoreError):
             raise  # the caller decides what a constraint violation means
         except DatabaseError as e:
+            if self.read_only:
+                raise StoreError(f"candidates database {self.url} is open read-only: {_first_line(e)}",
+                                 "open it without read_only to change it") from e
             raise StoreError(f"candidates database {self.url} failed: {_first_line(e)}",
                              "check the database is reachable (and, for SQLite, that no other process "
                              f"holds a write lock for over {BUSY_TIMEOUT_S} s), then retry") from e
@@ -234,11 +141,11 @@ class Store(LLMRecords):
     def get_run(self, name: str) -> Optional[RunInfo]:
         with self._session() as s:
             row = s.get(RunRow, name)
-            return _run_value(row) if row is not None else None
+            return run_value(row) if row is not None else None
 
     def list_runs(self) -> list[RunInfo]:
         with self._session() as s:
-            return [_run_value(r) for r in s.scalars(select(RunRow).order_by(RunRow.created_at, RunRow.name))]
+            return [run_value(r) for r in s.scalars(select(RunRow).order_by(RunRow.created_at, RunRow.name))]
 
     def update_run(self, name: str, *, status: Optional[Union[RunStatus, str]] = None,
                    note: Optional[str] = None, config: Optional[dict[str, Any]] = None) -> RunInfo:
@@ -269,7 +176,7 @@ class Store(LLMRecords):
 
     def add_candidate(self, run: str, c: Candidate) -> bool:
         """Store ``c`` in ``run``; False (and nothing written) if the run already has its source."""
-        row = _candidate_row(run, c)
+        row = candidate_row(run, c)
         try:
             with self._session() as s:
                 if s.get(RunRow, run) is None:
@@ -300,7 +207,7 @@ class Store(LLMRecords):
         with self._session() as s:
             row = s.get(CandidateRow, key)
             if row is not None:
-                return _candidate_value(row)
+                return candidate_value(row)
             if len(key) < MIN_PREFIX:
                 raise StoreError(f"candidate id prefix {key!r} is too short and matches no full id",
                                  f"give at least {MIN_PREFIX} characters of the id; {LIST_IDS_FIX}")
@@ -312,7 +219,7 @@ class Store(LLMRecords):
                 shown = ", ".join(r.id for r in rows[:5]) + (", ..." if len(rows) > 5 else "")
                 raise StoreError(f"candidate id prefix {key!r} is ambiguous: it matches {shown}",
                                  f"give more characters of the id; {LIST_IDS_FIX}")
-            return _candidate_value(rows[0])
+            return candidate_value(rows[0])
 
     def candidates(self, run: str, *, generation: Optional[int] = None) -> list[Candidate]:
         """The run's candidates by generation, then in the order they were added."""
@@ -320,14 +227,14 @@ class Store(LLMRecords):
         if generation is not None:
             q = q.where(CandidateRow.generation == generation)
         with self._session() as s:
-            return [_candidate_value(r) for r in s.scalars(q.order_by(CandidateRow.generation, CandidateRow.seq))]
+            return [candidate_value(r) for r in s.scalars(q.order_by(CandidateRow.generation, CandidateRow.seq))]
 
     def unevaluated(self, run: str) -> list[Candidate]:
         """Candidates with no evaluation yet (what a resumed run must evaluate first)."""
         evaluated = exists().where(EvaluationRow.candidate_id == CandidateRow.id)
         q = select(CandidateRow).where(CandidateRow.run_name == run, ~evaluated)
         with self._session() as s:
-            return [_candidate_value(r) for r in s.scalars(q.order_by(CandidateRow.generation, CandidateRow.seq))]
+            return [candidate_value(r) for r in s.scalars(q.order_by(CandidateRow.generation, CandidateRow.seq))]
 
     def max_generation(self, run: str) -> int:
         with self._session() as s:
@@ -345,7 +252,7 @@ class Store(LLMRecords):
 
     def add_evaluation(self, e: Evaluation) -> None:
         """Append ``e`` to the candidate's history; the latest one is the candidate's evaluation."""
-        row = _evaluation_row(e)
+        row = evaluation_row(e)
         with self._session() as s:
             if s.get(CandidateRow, e.candidate_id) is None:
                 raise StoreError(f"cannot store an evaluation of unknown candidate {e.candidate_id!r}",
@@ -355,7 +262,7 @@ class Store(LLMRecords):
     def evaluation(self, candidate_id: str) -> Optional[Evaluation]:
         q = select(EvaluationRow).where(EvaluationRow.candidate_id == candidate_id)
         with self._session() as s:
-            return _evaluation_value(s.scalars(q.order_by(EvaluationRow.id.desc()).limit(1)).first())
+            return evaluation_value(s.scalars(q.order_by(EvaluationRow.id.desc()).limit(1)).first())
 
     def _with_latest(self, run: str) -> tuple[Select[Any], Any]:
         """Select (candidate, its latest evaluation or NULLs) for every candidate of ``run``."""
@@ -379,7 +286,7 @@ class Store(LLMRecords):
         if limit is not None:
             q = q.limit(limit)
         with self._session() as s:
-            return [(_candidate_value(c), _evaluation_value(e)) for c, e in s.execute(q).all()]
+            return [(candidate_value(c), evaluation_value(e)) for c, e in s.execute(q).all()]
 
     def status_counts(self, run: str) -> dict[str, int]:
         """Candidates per latest status: every ``Status`` value (zeros included) plus ``unevaluated``."""

@@ -13,6 +13,7 @@ from cuco.report import (
     print_source, prompt_panels, render_candidate, to_json, usage_line,
 )
 from cuco.shown_text import shown
+from cuco.terminal import is_wide
 
 
 def _open(run: Optional[str], db: Optional[str]) -> tuple[Store, Optional[str]]:
@@ -52,7 +53,7 @@ def leaderboard_command(run: str, *, db: Optional[str], limit: int, json_out: bo
         print(to_json({"run": info.name, "status": info.status.value, "status_counts": counts,
                        "llm_usage": usage, "leaderboard": rows}))
         return
-    console.print(leaderboard_table(rows, f"leaderboard: {info.name} ({info.status.value})"))
+    console.print(leaderboard_table(rows, f"leaderboard: {info.name} ({info.status.value})", wide=is_wide(console)))
     line = usage_line(usage)
     if line:
         console.print(shown(line))
@@ -81,11 +82,11 @@ def show_command(candidate: str, *, run: Optional[str], db: Optional[str], with_
                                   store.llm_calls(run_name, candidate_id=cand.id), with_prompts)
     if json_out:
         print(to_json(report))
-        return
-    for item in render_candidate(report):
-        console.print(item)
-    if with_source:
-        print_source(report["candidate"]["source"], console)
+    elif with_source:
+        print_source(report["candidate"]["source"])
+    else:
+        for item in render_candidate(report, is_wide(console)):
+            console.print(item)
 
 
 def _candidate_id(store: Store, candidate: str) -> str:
@@ -121,19 +122,22 @@ def llm_command(run: str, *, db: Optional[str], candidate: Optional[str], json_o
     if candidate and not calls:
         console.print(shown(f"no LLM call served candidate {cid}"))
     if calls:
-        console.print(llm_calls_table(calls, "LLM calls" + (f" for {cid}" if cid else "")))
+        console.print(llm_calls_table(calls, "LLM calls" + (f" for {cid}" if cid else ""), is_wide(console)))
         for panel in prompt_panels(calls):
             console.print(panel)
 
 
 def _steps_table(steps: list[dict]):
-    from rich.table import Table
+    from cuco.terminal import FIGURE, TEXT, add_id_column, table
 
-    table = Table(title="agent steps", title_justify="left")
-    for col in ("agent", "step", "node", "iter", "status", "candidate", "summary / reason"):
-        table.add_column(col, overflow="fold")
-    for st in steps:
+    t = table(title="agent steps")
+    ids = [shown(st["candidate_id"] or "-") for st in steps]
+    for col, kw in (("agent", TEXT), ("step", FIGURE), ("node", TEXT), ("iter", FIGURE), ("status", TEXT)):
+        t.add_column(col, **kw)
+    add_id_column(t, "candidate", ids)
+    t.add_column("summary / reason", **TEXT)
+    for st, cid in zip(steps, ids):
         text = " — ".join(x for x in (st["summary"], st["reason"]) if x)
-        table.add_row(shown(st["agent"]), str(st["step"]), shown(st["node"]), str(st["iteration"]),
-                      shown(st["status"] or "-"), shown(st["candidate_id"] or "-"), shown(text or "-"))
-    return table
+        t.add_row(shown(st["agent"]), str(st["step"]), shown(st["node"]), str(st["iteration"]),
+                  shown(st["status"] or "-"), cid, shown(text or "-"))
+    return t

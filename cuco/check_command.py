@@ -151,14 +151,16 @@ def check_renderables(file: Path, spec: KernelSpec, cand: Candidate, ev: Evaluat
 
 def checks_table(checks: list[dict[str, Any]]):
     """One row per (tier, world): ranks that matched the reference, worst error, first failure."""
-    from rich.table import Table
+    from cuco.terminal import FIGURE, TEXT, WORD, table
 
     groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
     for c in checks:
         groups.setdefault((c["tier"], c["world"]), []).append(c)
-    t = Table(title="checks against the reference", title_justify="left")
-    for col in ("tier", "world", "shapes", "rank checks ok", "max |err|", "mismatches", "unwritten", "first failure"):
-        t.add_column(col, overflow="fold")
+    t = table(title="checks against the reference")
+    for col, kw in (("tier", WORD), ("world", FIGURE), ("shapes", TEXT), ("rank\nchecks ok", FIGURE),
+                    ("max |err|", FIGURE), ("mis-\nmatches", FIGURE), ("un-\nwritten", FIGURE),
+                    ("first failure", TEXT)):
+        t.add_column(col, **kw)
     for (tier, world), rows in groups.items():
         passed = sum(r["ok"] for r in rows)
         bad = next((r for r in rows if not r["ok"]), None)

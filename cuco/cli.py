@@ -30,11 +30,14 @@ def _guarded(fn):
     return wrapper
 
 
-def _console():
-    from rich.console import Console
-    console = Console()
-    # Piped output (CI logs, files) gets a width that fits the leaderboard instead of rich's 80.
-    return console if console.is_terminal else Console(width=200)
+def _console(wide: bool = False):
+    # Tables fit 100 columns (a narrower terminal's width, 80 at least); a pipe gets plain text
+    # (no escape sequences, ASCII boxes); --wide prints everything at its natural width.
+    from cuco.terminal import make_console
+    return make_console(wide=wide)
+
+
+_WIDE_HELP = "show every column at its natural width (default: tables fit 100 columns)"
 
 
 @app.command()
@@ -62,13 +65,14 @@ def evolve(
     llm_budget: Optional[float] = typer.Option(None, help="dollars the run may spend on LLM calls (across resumes)"),
     llm_share: float = typer.Option(0.75, help="share of each later generation proposed by the LLMs"),
     fast_path: bool = typer.Option(True, help="with --llm: the fast-path agent writes generation 0"),
+    wide: bool = typer.Option(False, "--wide", help=_WIDE_HELP),
 ) -> None:
     """Search the design space for SPEC (resumes when the run already exists)."""
     from cuco.agent_wiring import LLMSettings
     from cuco.evolve_command import run_evolve
     run_evolve(spec, run_dir=run_dir, run_name=run_name, db=db, generations=generations, population=population,
                workers=workers, seed=seed, points=point, max_wall=max_wall, top=top, json_out=json_out,
-               keep_work=keep_work, console=_console(), gpu=gpu,
+               keep_work=keep_work, console=_console(wide), gpu=gpu,
                llm=LLMSettings(names=tuple(llm), budget_usd=llm_budget, share=llm_share, fast_path=fast_path))
 
 
@@ -79,10 +83,11 @@ def leaderboard(
     db: Optional[str] = typer.Option(None, help="database URL, when the run is not a folder"),
     limit: int = typer.Option(20, help="rows to show"),
     json_out: bool = typer.Option(False, "--json", help="print JSON"),
+    wide: bool = typer.Option(False, "--wide", help=_WIDE_HELP),
 ) -> None:
     """Show a run's candidates, best first."""
     from cuco.browse import leaderboard_command
-    leaderboard_command(run, db=db, limit=limit, json_out=json_out, console=_console())
+    leaderboard_command(run, db=db, limit=limit, json_out=json_out, console=_console(wide))
 
 
 @app.command()
@@ -91,13 +96,15 @@ def show(
     candidate: str = typer.Argument(..., help="candidate id (or a unique prefix)"),
     run: Optional[str] = typer.Option(None, help="run folder (default: search ./runs/*)"),
     db: Optional[str] = typer.Option(None, help="database URL"),
-    source: bool = typer.Option(False, help="print the CUDA source too"),
+    source: bool = typer.Option(False, help="print only the CUDA source, exactly as stored (control characters "
+                                              "made visible), e.g. > kernel.cu"),
     prompts: bool = typer.Option(False, help="print the prompt and response of each LLM call too"),
     json_out: bool = typer.Option(False, "--json", help="print JSON"),
+    wide: bool = typer.Option(False, "--wide", help=_WIDE_HELP),
 ) -> None:
     """Show one candidate: design point, evaluation, build stats, timings, log, the LLM calls that made it."""
     from cuco.browse import show_command
-    show_command(candidate, run=run, db=db, with_source=source, json_out=json_out, console=_console(),
+    show_command(candidate, run=run, db=db, with_source=source, json_out=json_out, console=_console(wide),
                  with_prompts=prompts)
 
 
@@ -109,10 +116,54 @@ def llm(
     candidate: Optional[str] = typer.Option(None, help="only the calls that served this candidate (id or prefix)"),
     prompts: bool = typer.Option(False, help="print the prompt and response of each call too"),
     json_out: bool = typer.Option(False, "--json", help="print JSON"),
+    wide: bool = typer.Option(False, "--wide", help=_WIDE_HELP),
 ) -> None:
     """Show a run's LLM usage (calls, failures, tokens, cost, by model) and its calls."""
     from cuco.browse import llm_command
-    llm_command(run, db=db, candidate=candidate, json_out=json_out, with_prompts=prompts, console=_console())
+    llm_command(run, db=db, candidate=candidate, json_out=json_out, with_prompts=prompts, console=_console(wide))
+
+
+@app.command()
+@_guarded
+def serve(
+    run: Optional[str] = typer.Argument(None, help="run folder holding cuco.db (e.g. runs/allgather_gemm), or with "
+                                                   "--db the run name to open first"),
+    db: Optional[str] = typer.Option(None, help="database URL (SQLite path or postgresql+psycopg://...)"),
+    host: str = typer.Option("127.0.0.1", help="address to bind (anything but loopback needs --allow-remote)"),
+    port: int = typer.Option(8765, min=1, max=65535, help="port to listen on"),
+    allow_remote: bool = typer.Option(False, "--allow-remote", help="allow a non-loopback --host (the pages show "
+                                                                    "candidate code and LLM prompts)"),
+    poll: float = typer.Option(2.0, min=0.5, help="seconds between live updates of a running run's leaderboard"),
+) -> None:
+    """Serve the read-only web leaderboard of a run's database (runs, leaderboard, candidates, lineage, plots)."""
+    from cuco.web.app import run_serve
+    run_serve(run, db=db, host=host, port=port, allow_remote=allow_remote, console=_console(), poll_s=poll)
+
+
+@app.command()
+@_guarded
+def plot(
+    run: Optional[str] = typer.Argument(None, help="run folder holding cuco.db, or a run name with --db"),
+    db: Optional[str] = typer.Option(None, help="database URL, when the run is not a folder"),
+    out: Optional[Path] = typer.Option(None, help="folder for the SVG and PNG files (default: <run folder>/plots)"),
+) -> None:
+    """Write a run's plots (best over generations and evaluations, all candidates, coverage, LLM spend) as SVG and PNG."""
+    from cuco.plots import run_plot
+    run_plot(run, db=db, out=out, console=_console())
+
+
+@app.command()
+@_guarded
+def export(
+    candidate: str = typer.Argument(..., help="candidate id (or a unique prefix)"),
+    run: Optional[str] = typer.Option(None, help="run folder (default: search ./runs/*)"),
+    db: Optional[str] = typer.Option(None, help="database URL"),
+    out: Optional[Path] = typer.Option(None, help="folder to write (default: ./cuco-export-<id>)"),
+    force: bool = typer.Option(False, help="export a candidate that is not `ok` (its README says why it failed)"),
+) -> None:
+    """Write a standalone package of a kernel: its .cu, the comm runtime, build.sh and a PyTorch custom op."""
+    from cuco.export_command import run_export
+    run_export(candidate, run=run, db=db, out=out, console=_console(), force=force)
 
 
 @app.command()
@@ -127,11 +178,12 @@ def check(
                                                  "when missing), e.g. the spec name `cuco evolve` uses"),
     db: Optional[str] = typer.Option(None, help="database URL for --run (default: runs/<spec name>/cuco.db)"),
     hardware: Optional[str] = typer.Option(None, help="hardware profile to build and score for (default: the spec's)"),
+    wide: bool = typer.Option(False, "--wide", help=_WIDE_HELP),
 ) -> None:
     """Run one source through the evaluator cascade: verdict, build features, checks, score (exit 0 ok, 1 failed)."""
     from cuco.check_command import run_check
     code = run_check(spec, file, point=point, json_out=json_out, run=run, db=db, hardware=hardware,
-                     console=_console())
+                     console=_console(wide))
     if code:
         raise typer.Exit(code)
 
@@ -168,11 +220,12 @@ def space(
     point: Optional[str] = typer.Option(None, help="check one design point, e.g. "
                                                    "lsa/fused_persistent/per_tile_signal/warp/64K/8"),
     json_out: bool = typer.Option(False, "--json", help="print JSON"),
+    wide: bool = typer.Option(False, "--wide", help=_WIDE_HELP),
 ) -> None:
     """Show SPEC's design space: dimensions, rules, valid points, bounds and the best points (simulated)."""
     from cuco.space_command import run_space
     run_space(spec, hardware=hardware, world=world, shape=shape, top=top, point=point, json_out=json_out,
-              console=_console())
+              console=_console(wide))
 
 
 @app.command()
@@ -197,10 +250,11 @@ def init(
 @_guarded
 def doctor(
     json_out: bool = typer.Option(False, "--json", help="print JSON"),
+    wide: bool = typer.Option(False, "--wide", help=_WIDE_HELP),
 ) -> None:
     """What this machine can do: compilers, GPUs, CUDA, NCCL, torch, sandbox isolation, tiers, LLM keys (names only)."""
     from cuco.doctor_command import run_doctor
-    code = run_doctor(json_out=json_out, console=_console())
+    code = run_doctor(json_out=json_out, console=_console(wide))
     if code:
         raise typer.Exit(code)
 

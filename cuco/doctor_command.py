@@ -58,14 +58,13 @@ def _yes(ok: bool) -> str:
 
 
 def _machine_table(r: MachineReport):
-    from rich.table import Table
-
     from cuco.shown_text import shown  # probe output (versions, paths, reasons) is data
+    from cuco.terminal import TEXT, WORD, table
 
-    t = Table(title="machine", title_justify="left", show_header=False, pad_edge=False)
-    t.add_column("what", no_wrap=True, style="bold")
-    t.add_column("ok", no_wrap=True)
-    t.add_column("detail")
+    t = table(title="machine", show_header=False)
+    t.add_column("what", style="bold", **WORD)
+    t.add_column("ok", **WORD)
+    t.add_column("detail", **TEXT)
     for tool in (r.python, r.nvcc, r.gxx, r.cuda_runtime):
         t.add_row(tool.name, _yes(tool.available), shown(f"{tool.version} ({tool.path})" if tool.available
                                                            else tool.reason))
@@ -120,15 +119,14 @@ def _torch_row(r: MachineReport) -> tuple[str, bool, str]:
 
 
 def _tiers_table(r: MachineReport):
-    from rich.table import Table
+    from cuco.terminal import TEXT, WORD, table
 
-    t = Table(title="tiers and their comm backends", title_justify="left", pad_edge=False,
-              caption="emulate checks logic, indexing and signalling on the CPU, not GPU memory ordering",
-              caption_justify="left")
-    t.add_column("tier", no_wrap=True, style="bold")
-    t.add_column("ok", no_wrap=True)
-    t.add_column("backends", no_wrap=True)
-    t.add_column("why not / how")
+    t = table(title="tiers and their comm backends",
+              caption="emulate checks logic, indexing and signalling on the CPU, not GPU memory ordering")
+    t.add_column("tier", style="bold", **WORD)
+    t.add_column("ok", **WORD)
+    t.add_column("backends", **WORD)
+    t.add_column("why not / how", **TEXT)
     for tier in r.tiers:
         t.add_row(tier.name, _yes(tier.available), _backends(tier), _why(tier))
     return t

@@ -13,6 +13,7 @@ from cuco.loop import Event, EvolveOptions, evolve
 from cuco.report import leaderboard_rows, leaderboard_table, to_json
 from cuco.shown_text import line, shown
 from cuco.spec_loader import load_spec
+from cuco.terminal import is_wide
 
 
 class _Progress:
@@ -87,7 +88,8 @@ def run_evolve(spec_path: Path, *, run_dir: Optional[Path], run_name: Optional[s
         print(to_json({"run": summary.run.name, "status": summary.run.status.value, "note": summary.run.note,
                        "database": summary.database, "status_counts": summary.status_counts, "leaderboard": rows}))
         return
-    console.print(leaderboard_table(rows, f"leaderboard: {summary.run.name} ({summary.run.status.value})"))
+    console.print(leaderboard_table(rows, f"leaderboard: {summary.run.name} ({summary.run.status.value})",
+                                    wide=is_wide(console)))
     counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.status_counts.items()) if v)
     console.print(shown(f"{summary.evaluated_now} evaluated now in {summary.wall_s:.0f} s; stored: {counts}"))
     if summary.best:
@@ -95,4 +97,5 @@ def run_evolve(spec_path: Path, *, run_dir: Optional[Path], run_name: Optional[s
         point = best.point.key() if best.point else "(no declared point)"
         console.print(shown(f"best: {best.id} {point}, {ev.speedup or 0:.3f}x geomean speedup over the host-driven "
                             f"baseline ({ev.timing_source.value if ev.timing_source else 'untimed'})"))
-        console.print(shown(f"details: cuco show {best.id} --run {options.run_dir} --source"))
+        console.print(shown(f"details: cuco show {best.id} --run {options.run_dir}"))
+        console.print(shown(f"its source: cuco show {best.id} --run {options.run_dir} --source > {best.id}.cu"))

@@ -58,32 +58,48 @@ def _round(x: Optional[float]) -> Optional[float]:
     return None if x is None else float(f"{x:.3g}")
 
 
-def leaderboard_table(rows: list[dict[str, Any]], title: str):
-    """The leaderboard as a rich table; every stored value is shown as data (``shown``)."""
-    from rich.table import Table
+def leaderboard_table(rows: list[dict[str, Any]], title: str, wide: bool = False):
+    """The leaderboard as a rich table; every stored value is shown as data (``shown``). By default
+    it fits ``terminal.WIDTH``: rank, the whole id, generation, design point (folds when narrow),
+    status, SOL and speedup; ``wide`` adds the origin, emulated worlds and headline time and bound."""
+    from cuco.terminal import FIGURE, TEXT, WORD, add_id_column, table
 
     sources = {r["timing_source"] for r in rows if r["timing_source"]}
     label = "/".join(sorted(sources)) or "simulated"
     shape = rows[0]["shape"] if rows else ""
-    table = Table(title=shown(title), caption=SIMULATED_NOTE if "simulated" in sources or not sources else None,
-                  caption_justify="left")
-    right = {"justify": "right", "no_wrap": True}
-    for col, kw in (("#", right), ("id", {"no_wrap": True}), ("gen", right), ("design point", {"no_wrap": True}),
-                    # Folds first when the terminal is narrow: the point and the figures matter more.
-                    ("origin", {"overflow": "fold", "min_width": 12}), ("status", {"no_wrap": True}), ("emulated", {"no_wrap": True}),
-                    (shown(f"{label} µs\n{shape}"), right), ("bound µs", right), ("SOL\ngeomean", right),
-                    ("speedup\ngeomean", right)):
-        table.add_column(col, **kw)
-    for r in rows:
-        ok = r["status"] == Status.OK.value
+    notes = [SIMULATED_NOTE] if "simulated" in sources or not sources else []
+    if not wide:
+        notes.append(f"SOL and speedup: geomeans over the spec's shapes; --wide adds origin, emulated worlds, "
+                     f"{label} µs and bound on {shape}")
+    t = table(title=shown(title), caption=shown("\n".join(notes)) if notes else None)
+    ids = [shown(r["id"]) for r in rows]
+    t.add_column("#", **FIGURE)
+    add_id_column(t, "id", ids)
+    t.add_column("gen", **FIGURE)
+    t.add_column("design point", **TEXT)
+    if wide:
+        t.add_column("origin", **TEXT)
+    t.add_column("status", **WORD)
+    if wide:
+        for col, kw in (("emulated", WORD), (shown(f"{label} µs\n{shape}"), FIGURE), ("bound µs", FIGURE)):
+            t.add_column(col, **kw)
+    t.add_column("SOL" if not wide else "SOL\ngeomean", **FIGURE)
+    t.add_column("speedup" if not wide else "speedup\ngeomean", **FIGURE)
+    for r, cid in zip(rows, ids):
+        t.add_row(*_leaderboard_cells(r, cid, wide))
+    return t
+
+
+def _leaderboard_cells(r: dict[str, Any], cid, wide: bool) -> list:
+    ok = r["status"] == Status.OK.value
+    cells = [str(r["rank"]), cid, str(r["generation"]), shown(r["point"] or "-")]
+    if wide:
+        cells.append(shown(r["origin"]))
+    cells.append(shown(r["status"], "green" if ok else "red"))
+    if wide:
         worlds = ",".join(str(w) for w in r["emulated_worlds"])
-        table.add_row(
-            str(r["rank"]), shown(r["id"]), str(r["generation"]), shown(r["point"] or "-"), shown(r["origin"]),
-            shown(r["status"], "green" if ok else "red"),
-            f"✓ w={worlds}" if worlds else "✗",
-            _fmt(r["time_us"]), _fmt(r["bound_us"]), _sig(r["sol"]), _sig(r["speedup"], "x"),
-        )
-    return table
+        cells += [f"✓ w={worlds}" if worlds else "✗", _fmt(r["time_us"]), _fmt(r["bound_us"])]
+    return cells + [_sig(r["sol"]), _sig(r["speedup"], "x")]
 
 
 def _fmt(x: Optional[float], digits: int = 1, suffix: str = "") -> str:
@@ -110,8 +126,8 @@ def candidate_report(cand: Candidate, ev: Optional[Evaluation], run: str,
     }
 
 
-def render_candidate(report: dict[str, Any]):
-    """Rich renderables for ``cuco show`` (the source is printed apart: ``source_text``); prompts are
+def render_candidate(report: dict[str, Any], wide: bool = False):
+    """Rich renderables for ``cuco show`` (the source is printed apart: ``print_source``); prompts are
     shown when the report holds them. Stored text is shown as data (``shown``), never as markup."""
     from rich.panel import Panel
     from rich.table import Table
@@ -119,6 +135,8 @@ def render_candidate(report: dict[str, Any]):
     c, ev = report["candidate"], report["evaluation"]
     out = []
     meta = Table.grid(padding=(0, 2))
+    meta.add_column(no_wrap=True)
+    meta.add_column(overflow="fold")  # a long unbroken value folds whole, never cut to "…"
     for k, v in (("id", c["id"]), ("run", report["run"]), ("generation", c["generation"]),
                  ("origin", "/".join(x for x in c["origin"].values() if x)), ("parents", ", ".join(c["parent_ids"]) or "-"),
                  ("declared point", _point_key(c["point"])), ("content hash", c["content_hash"][:16])):
@@ -146,19 +164,24 @@ def render_candidate(report: dict[str, Any]):
             out.append(Panel(shown(ev["logs"]), title="log (trimmed)"))
     calls = report.get("llm_calls") or []
     if calls:
-        out.append(llm_calls_table(calls, f"LLM calls for {c['id']}"))
+        out.append(llm_calls_table(calls, f"LLM calls for {c['id']}", wide))
         out.extend(prompt_panels(calls))
     return out
 
 
-def print_source(source: str, console) -> None:
-    """The source as it is, only with control characters made visible (``visible``): no padding, no
-    wrapping, no line numbers, so it can be copied or piped back into a file."""
-    from cuco.shown_text import visible
+def print_source(source: str) -> None:
+    """The source as stored, only with control characters made visible (``source_text``), written
+    straight to stdout (not through rich: no padding, wrapping, markup or line numbers), so
+    ``cuco show ID --source > kernel.cu`` gives an honest file back byte for byte."""
+    import sys
 
-    text = visible(source)
-    console.file.write(text if text.endswith("\n") else text + "\n")
-    console.file.flush()
+    from cuco.shown_text import source_text
+
+    text = source_text(source)
+    if sys.stdout.isatty() and not text.endswith("\n"):
+        text += "\n"  # the shell prompt on a line of its own; a file gets the bytes as stored
+    sys.stdout.write(text)
+    sys.stdout.flush()
 
 
 def _point_key(point: Optional[dict]) -> str:
@@ -174,14 +197,15 @@ def evaluation_tables(ev: dict) -> list:
 
 
 def build_table(ev: dict):
-    from rich.table import Table
+    from cuco.terminal import FIGURE, TEXT, table
 
     b = ev.get("build")
     if not b or not b["kernels"]:  # a failed build has no kernels to show
         return None
-    t = Table(title=shown(f"build {b['arch']} ({b['comm_backend']}){' cached' if b['cached'] else ''}"))
-    for col in ("kernel", "registers", "smem B", "stack B", "spills", "MMA (SASS)"):
-        t.add_column(col)
+    t = table(title=shown(f"build {b['arch']} ({b['comm_backend']}){' cached' if b['cached'] else ''}"))
+    t.add_column("kernel", **TEXT)
+    for col in ("registers", "smem B", "stack B", "spills", "MMA\n(SASS)"):
+        t.add_column(col, **FIGURE)
     for k in b["kernels"]:
         t.add_row(shown(k["name"]), str(k["registers"]), str(k["smem_bytes"]), str(k["stack_bytes"]),
                   str(k["spill_stores"] + k["spill_loads"]), "-" if k.get("mma") is None else str(k["mma"]))
@@ -189,14 +213,16 @@ def build_table(ev: dict):
 
 
 def timings_table(ev: dict):
-    from rich.table import Table
+    from cuco.terminal import FIGURE, TEXT, WORD, table
 
     if not ev["timings"]:
         return None
     simulated = any(tm["source"] == "simulated" for tm in ev["timings"])
-    t = Table(title="timings per shape", caption=SIMULATED_NOTE if simulated else None, caption_justify="left")
-    for col in ("shape", "world", "source", "time µs", "bound µs", "baseline µs", "SOL", "speedup"):
-        t.add_column(col)
+    t = table(title="timings per shape", caption=SIMULATED_NOTE if simulated else None)
+    t.add_column("shape", **TEXT)
+    for col, kw in (("world", FIGURE), ("source", WORD), ("time µs", FIGURE), ("bound µs", FIGURE),
+                    ("baseline µs", FIGURE), ("SOL", FIGURE), ("speedup", FIGURE)):
+        t.add_column(col, **kw)
     for tm in ev["timings"]:
         sol = tm["bound_seconds"] / tm["seconds"] if tm["seconds"] > 0 else 0.0
         speedup = tm["baseline_seconds"] / tm["seconds"] if tm["seconds"] > 0 else 0.0
@@ -217,34 +243,46 @@ def llm_call_row(call: LLMCall, with_prompts: bool = False) -> dict[str, Any]:
     return row
 
 
-def llm_calls_table(rows: list[dict[str, Any]], title: str):
-    from rich.table import Table
+def llm_calls_table(rows: list[dict[str, Any]], title: str, wide: bool = False):
+    """One row per call, each failed call's error in full under the table (errors run long: a
+    column would fold them to shreds); ``wide`` puts the error, prompt size, latency and retries in
+    the table instead."""
+    from rich.console import Group
 
-    table = Table(title=shown(title), title_justify="left")
-    right = {"justify": "right", "no_wrap": True}
-    for col, kw in (("#", right), ("when (UTC)", {"no_wrap": True}), ("purpose", {}), ("candidate", {"no_wrap": True}),
-                    ("model", {"overflow": "fold"}), ("prompt chars", right), ("tokens in", right),
-                    ("tokens out", right), ("cost $", right), ("latency s", right), ("retries", right),
-                    ("error", {"overflow": "fold"})):
-        table.add_column(col, **kw)
-    for i, r in enumerate(rows, 1):
-        table.add_row(str(i), shown(str(r["created_at"])[11:19]), shown(r["purpose"]), shown(r["candidate_id"] or "-"),
-                      shown(r["label"]), str(r["prompt_chars"]), str(r["tokens_in"]), str(r["tokens_out"]),
-                      f"{r['cost_usd']:.4f}", f"{r['latency_s']:.2f}", str(r["retries"]),
-                      shown(r["error"], "red") if r["error"] else "-")
-    return table
+    from cuco.terminal import FIGURE, TEXT, WORD, add_id_column, table
+
+    t = table(title=shown(title))
+    ids = [shown(r["candidate_id"] or "-") for r in rows]
+    t.add_column("#", **FIGURE)
+    t.add_column("when\n(UTC)", **WORD)
+    t.add_column("purpose", **TEXT)
+    add_id_column(t, "candidate", ids)
+    t.add_column("model", **TEXT)
+    extra = (("prompt\nchars", "prompt_chars"), ("latency\ns", "latency_s"), ("retries", "retries")) if wide else ()
+    for col in ("tokens\nin", "tokens\nout", "cost $", *(c for c, _ in extra)):
+        t.add_column(col, **FIGURE)
+    t.add_column("error" if wide else "ok", **(TEXT if wide else WORD))
+    for i, (r, cid) in enumerate(zip(rows, ids), 1):
+        more = [f"{r[k]:.2f}" if k == "latency_s" else str(r[k]) for _, k in extra]
+        failed = shown(r["error"], "red") if wide else shown("✗", "red")
+        t.add_row(str(i), shown(str(r["created_at"])[11:19]), shown(r["purpose"]), cid, shown(r["label"]),
+                  str(r["tokens_in"]), str(r["tokens_out"]), f"{r['cost_usd']:.4f}", *more,
+                  failed if r["error"] else ("-" if wide else "✓"))
+    errors = [] if wide else [line((f"#{i} failed: ", "red"), r["error"]) for i, r in enumerate(rows, 1) if r["error"]]
+    return Group(t, *errors)
 
 
 def llm_usage_tables(usage: dict[str, Any], title: str) -> list:
     """The run's totals, then one row per model and per purpose."""
-    from rich.table import Table
+    from cuco.terminal import FIGURE, TEXT, table as house_table
 
     out = []
     for key, groups in (("model", usage["by_model"]), ("purpose", usage["by_purpose"])):
-        table = Table(title=shown(f"{title}: by {key}") if key == "model" else None, title_justify="left")
-        table.add_column(key, overflow="fold")
-        for col in ("calls", "failed", "retries", "tokens in", "tokens out", "max prompt chars", "cost $", "latency s"):
-            table.add_column(col, justify="right", no_wrap=True)
+        table = house_table(title=shown(f"{title}: by {key}") if key == "model" else None)
+        table.add_column(key, **TEXT)
+        for col in ("calls", "failed", "retries", "tokens\nin", "tokens\nout", "longest\nprompt", "cost $",
+                    "latency\ns"):
+            table.add_column(col, **FIGURE)
         rows = [(shown(name), g) for name, g in groups.items()]
         if key == "model":
             rows.append((shown("total", "bold"), usage))

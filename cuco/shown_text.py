@@ -48,6 +48,12 @@ def visible(text: str) -> str:
     return _CANDIDATES.sub(lambda m: _escape(m.group()) if _hidden(m.group()) else m.group(), str(text))
 
 
+def source_text(source: str) -> str:
+    """A source file's text for stdout: ``visible`` except that a CR directly before LF is kept (it
+    cannot overwrite anything), so an honest file, CRLF or not, prints back byte for byte."""
+    return "\r\n".join(visible(part) for part in str(source).split("\r\n"))
+
+
 def shown(text: object, style: str = "") -> Text:
     """A rich ``Text`` of ``text`` (never parsed as markup or emoji codes), escapes highlighted."""
     out = Text(style=style)

@@ -10,6 +10,7 @@ from cuco.report import to_json
 from cuco.shown_text import line, shown
 from cuco.space_report import point_report, space_report
 from cuco.spec_loader import load_spec
+from cuco.terminal import FIGURE, TEXT, WORD, table
 from design_space import get_pattern, get_profile
 
 SIMULATED_TIMES = ("every time here is SIMULATED: an analytic-model estimate (roofline + alpha-beta collectives, "
@@ -56,12 +57,10 @@ def space_renderables(r: dict[str, Any]) -> list:
 
 
 def _dimensions_table(r: dict[str, Any]):
-    from rich.table import Table
-
-    t = Table(title=f"dimensions: values the {r['pattern']} templates render", title_justify="left")
-    t.add_column("dimension", no_wrap=True)
-    t.add_column("value", no_wrap=True)
-    t.add_column("meaning on the hardware")
+    t = table(title=f"dimensions: values the {r['pattern']} templates render")
+    t.add_column("dimension", **WORD)
+    t.add_column("value", **TEXT)
+    t.add_column("meaning on the hardware", **TEXT)
     for dim in r["dimensions"]:
         skipped = f" [dim](not rendered: {', '.join(dim['not_rendered'])})[/]" if dim["not_rendered"] else ""
         if dim["name"] in _NUMERIC:
@@ -75,30 +74,25 @@ def _dimensions_table(r: dict[str, Any]):
 
 
 def _rules_table(r: dict[str, Any]):
-    from rich.table import Table
-
-    t = Table(title=f"rules on {r['hardware']}: points of the {r['product']}-point product each removes",
-              title_justify="left")
-    t.add_column("rule", no_wrap=True)
-    t.add_column("removes", justify="right")
-    t.add_column("only it", justify="right")
-    t.add_column("why")
+    t = table(title=f"rules on {r['hardware']}: points of the {r['product']}-point product each removes")
+    t.add_column("rule", **WORD)  # the longest rule name leaves 18 columns for why at 80
+    t.add_column("removes", **FIGURE)
+    t.add_column("only it", **FIGURE)
+    t.add_column("why", **TEXT)
     for rule in r["rules"]:
-        name = rule["name"] + (" [dim](hardware)[/]" if rule["needs_hardware"] else "")
+        name = rule["name"] + ("\n[dim](hardware)[/]" if rule["needs_hardware"] else "")
         t.add_row(name, str(rule["removes"]), str(rule["only_this_rule"]), rule["reason"])
     return t
 
 
 def _exclusions(r: dict[str, Any]):
-    from rich.table import Table
     from rich.text import Text
 
     if not r["family_exclusions"]:
         return Text(f"family exclusions: none (the {r['pattern']} templates render every point the rules allow)")
-    t = Table(title=f"family exclusions: points no rule breaks that the {r['pattern']} templates do not render",
-              title_justify="left")
-    for col in ("removes", "example", "why"):
-        t.add_column(col, no_wrap=col != "why", justify="right" if col == "removes" else "left")
+    t = table(title=f"family exclusions: points no rule breaks that the {r['pattern']} templates do not render")
+    for col, kw in (("removes", FIGURE), ("example", TEXT), ("why", TEXT)):
+        t.add_column(col, **kw)
     for g in r["family_exclusions"]:
         t.add_row(str(g["count"]), g["example"], g["reason"])
     return t
@@ -122,14 +116,10 @@ def _valid_line(r: dict[str, Any]):
 
 
 def _bounds_table(r: dict[str, Any]):
-    from rich.table import Table
-
-    t = Table(title=f"bound per shape at world {r['world']} (simulated µs)", title_justify="left",
-              caption=SIMULATED_TIMES, caption_justify="left")
-    right = {"justify": "right", "no_wrap": True}
-    for col, kw in (("shape", {"no_wrap": True}), ("T_comp", right), ("T_comm", right),
-                    ("bound", right), ("host-driven\nbaseline", right), ("speedup\nceiling", right),
-                    ("best valid point\non this shape", right), ("its\nspeedup", right)):
+    t = table(title=f"bound per shape at world {r['world']} (simulated µs)", caption=SIMULATED_TIMES)
+    for col, kw in (("shape", TEXT), ("T_comp", FIGURE), ("T_comm", FIGURE), ("bound", FIGURE),
+                    ("host-\ndriven\nbaseline", FIGURE), ("speedup\nceiling", FIGURE),
+                    ("best valid point\non this shape", TEXT), ("its\nspeedup", FIGURE)):
         t.add_column(col, **kw)
     for s in r["shapes"]:
         dims = " ".join(f"{k}={v}" for k, v in s["dims"].items())
@@ -141,14 +131,11 @@ def _bounds_table(r: dict[str, Any]):
 
 
 def _top_table(r: dict[str, Any]):
-    from rich.table import Table
-
     top = r["top"]
-    t = Table(title=shown(f"best {len(top['points'])} points by score (geomean speedup over the spec's shapes)"),
-              title_justify="left", caption=SIMULATED_TIMES, caption_justify="left")
-    right = {"justify": "right", "no_wrap": True}
-    for col, kw in (("#", right), ("design point", {"no_wrap": True}), ("score", right), ("SOL\ngeomean", right),
-                    (shown(f"µs on\n{top['shape']}"), right), ("its\nspeedup", right), ("its\nSOL", right)):
+    t = table(title=shown(f"best {len(top['points'])} points by score (geomean speedup over the spec's shapes)"),
+              caption=SIMULATED_TIMES)
+    for col, kw in (("#", FIGURE), ("design point", TEXT), ("score", FIGURE), ("SOL\ngeomean", FIGURE),
+                    (shown(f"µs on\n{top['shape']}"), FIGURE), ("its\nspeedup", FIGURE), ("its\nSOL", FIGURE)):
         t.add_column(col, **kw)
     for p in top["points"]:
         t.add_row(str(p["rank"]), p["point"], f"{p['score']:.3g}x", f"{p['sol']:.3g}", f"{p['simulated_us']:.1f}",
@@ -157,14 +144,10 @@ def _top_table(r: dict[str, Any]):
 
 
 def _print_point(r: dict[str, Any], console) -> None:
-    from rich.table import Table
-
     console.print(f"[green]valid[/]: {r['point']} for {r['pattern']} on {r['hardware']}, world {r['world']}")
-    t = Table(title="simulated estimate per shape", title_justify="left", caption=SIMULATED_TIMES,
-              caption_justify="left")
-    right = {"justify": "right", "no_wrap": True}
-    for col, kw in (("shape", {"no_wrap": True}), ("simulated µs", right), ("bound µs", right),
-                    ("baseline µs", right), ("speedup", right), ("SOL", right)):
+    t = table(title="simulated estimate per shape", caption=SIMULATED_TIMES)
+    for col, kw in (("shape", TEXT), ("simulated µs", FIGURE), ("bound µs", FIGURE), ("baseline µs", FIGURE),
+                    ("speedup", FIGURE), ("SOL", FIGURE)):
         t.add_column(col, **kw)
     for s in r["shapes"]:
         t.add_row(shown(s["shape"]), f"{s['simulated_us']:.1f}", f"{s['bound_us']:.1f}", f"{s['baseline_us']:.1f}",

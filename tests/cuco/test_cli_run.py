@@ -25,7 +25,8 @@ def run_dir(tmp_path_factory):
     out = _cuco("evolve", EXAMPLE, "--run-dir", "run", "--generations", "2", "--population", "3", cwd=work)
     assert "generation 0" in out or "gen  0" in out
     assert "leaderboard: allgather_gemm (complete)" in out
-    assert "SIMULATED" in out and "simulated µs" in out and "✓ w=2,4" in out
+    assert "SIMULATED" in out and "speedup" in out and "--wide adds" in out
+    assert max(len(line) for line in out.splitlines()) <= 100 and "\x1b" not in out  # piped: plain, 100 columns
     return work / "run"
 
 
@@ -49,8 +50,15 @@ def test_show_prints_the_stored_candidate(run_dir):
     assert ev["status"] == "ok" and ev["build"]["arch"] == "sm_90" and ev["build"]["kernels"]
     assert {t["source"] for t in ev["timings"]} == {"simulated"}
     assert {c["world"] for c in ev["checks"]} == {2, 4}
-    text = _cuco("show", best["id"], "--run", str(run_dir), "--source", cwd=run_dir.parent)
-    assert "cuco_run" in text and "registers" in text and "SIMULATED" in text
+    text = _cuco("show", best["id"], "--run", str(run_dir), cwd=run_dir.parent)
+    assert "registers" in text and "SIMULATED" in text and "cuco_run" not in text
+    source = _cuco("show", best["id"], "--run", str(run_dir), "--source", cwd=run_dir.parent)
+    assert source == report["candidate"]["source"]  # only the source, as stored
+
+
+def test_wide_leaderboard_adds_the_emulated_worlds_and_the_simulated_time(run_dir):
+    text = _cuco("leaderboard", str(run_dir), "--wide", cwd=run_dir.parent)
+    assert "simulated µs" in text and "✓ w=2,4" in text and "origin" in text
 
 
 def test_show_finds_the_run_under_runs_by_default(run_dir, tmp_path):

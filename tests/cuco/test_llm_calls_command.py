@@ -78,8 +78,9 @@ def test_leaderboard_shows_each_candidates_origin_and_the_run_usage(run_dir):
     assert usage["calls"] == 3 and usage["failed"] == 1
     assert usage["cost_usd"] == pytest.approx(0.5125)
     text = _cuco("leaderboard", str(run_dir))
-    assert "origin" in text and "llm/openai:gpt-x/diff" in text and "template/mutate" in text
     assert "LLM: 3 calls (1 failed" in text and "$0.5125" in text and f"cuco llm {run_dir}" in text
+    wide = _cuco("leaderboard", str(run_dir), "--wide")  # the origin is one of the columns --wide adds
+    assert "origin" in wide and "llm/openai:gpt-x/diff" in wide and "template/mutate" in wide
 
 
 def test_show_lists_the_calls_that_served_the_candidate(run_dir):

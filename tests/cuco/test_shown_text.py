@@ -88,7 +88,9 @@ def test_reports_show_hostile_text_literally_and_no_control_characters(run_dir, 
 
 def test_leaderboard_shows_the_origin_and_run_name_as_data(run_dir):
     text = _cuco("leaderboard", str(run_dir))
-    _assert_shown_as_data(text, literals=("m[/]\\x1b[31m", "ag[/]\\x1b[31m", "gpt[/]\\x1b[31m"))
+    _assert_shown_as_data(text, literals=("ag[/]\\x1b[31m", "gpt[/]\\x1b[31m"))
+    wide = _cuco("leaderboard", str(run_dir), "--wide")  # the origin column
+    _assert_shown_as_data(wide, literals=("m[/]\\x1b[31m", "ag[/]\\x1b[31m", "gpt[/]\\x1b[31m"))
 
 
 def test_show_source_prints_the_source_as_it_is_with_controls_made_visible(run_dir):

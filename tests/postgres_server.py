@@ -1,10 +1,5 @@
-"""Fixtures: the same store tests run against a SQLite file and a throwaway PostgreSQL.
-
-The PostgreSQL server is started once per session from the local binaries (initdb, pg_ctl),
-with durability off because it is thrown away, and is always stopped by a finalizer. Set
-CUCO_TEST_POSTGRES_URL (e.g. postgresql://postgres@127.0.0.1:5432/postgres) to use an existing
-server instead. Each test gets its own database on the server.
-"""
+"""A throwaway PostgreSQL server from the local binaries (initdb, pg_ctl), with durability off
+because it is thrown away: for the tests (tests/conftest.py's fixtures) and the benchmarks."""
 
 from __future__ import annotations
 
@@ -14,16 +9,12 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import uuid
 from pathlib import Path
-from typing import Callable, Iterator, Optional
-
-import pytest
-
-PG_ENV = "CUCO_TEST_POSTGRES_URL"
+from typing import Callable, Optional
 
 
-def _pg_bindir() -> Optional[Path]:
+
+def pg_bindir() -> Optional[Path]:
     """Where initdb and pg_ctl live: PATH first, then Debian's /usr/lib/postgresql/<major>/bin."""
     found = shutil.which("initdb")
     if found and shutil.which("pg_ctl"):
@@ -54,10 +45,10 @@ def _run(cmd: list[str], what: str, log: Path) -> None:
     done = subprocess.run(_as_postgres(cmd), capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
         tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
-        pytest.fail(f"{what} failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}\n{tail}")
+        raise RuntimeError(f"{what} failed ({done.returncode}): {done.stderr.strip() or done.stdout.strip()}\n{tail}")
 
 
-def _start_server(bindir: Path) -> tuple[str, Callable[[], None]]:
+def start_server(bindir: Path) -> tuple[str, Callable[[], None]]:
     datadir = Path(tempfile.mkdtemp(prefix="cuco-pg-"))
     if os.geteuid() == 0:
         pg = pwd.getpwnam("postgres")
@@ -79,30 +70,7 @@ def _start_server(bindir: Path) -> tuple[str, Callable[[], None]]:
     return f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres", stop
 
 
-@pytest.fixture(scope="session")
-def pg_server(request: pytest.FixtureRequest) -> str:
-    """Admin URL of a PostgreSQL server for this test session (skips when none can be had)."""
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        pytest.skip("psycopg (PostgreSQL driver) not installed: pip install 'cuco-kernels[dev]'")
-    if os.environ.get(PG_ENV):
-        return os.environ[PG_ENV]
-    bindir = _pg_bindir()
-    if bindir is None:
-        pytest.skip(f"PostgreSQL binaries (initdb, pg_ctl) not found on PATH or in /usr/lib/postgresql; "
-                    f"install postgresql or set {PG_ENV}")
-    if os.geteuid() == 0:
-        try:
-            pwd.getpwnam("postgres")
-        except KeyError:
-            pytest.skip("running as root and there is no 'postgres' user to own a throwaway server")
-    url, stop = _start_server(bindir)
-    request.addfinalizer(stop)
-    return url
-
-
-def _admin_exec(admin_url: str, sql: str) -> None:
+def admin_exec(admin_url: str, sql: str) -> None:
     import psycopg
     from sqlalchemy.engine import make_url
 
@@ -110,22 +78,3 @@ def _admin_exec(admin_url: str, sql: str) -> None:
     with psycopg.connect(host=u.host, port=u.port or 5432, user=u.username, password=u.password,
                          dbname=u.database or "postgres", autocommit=True) as conn:
         conn.execute(sql)
-
-
-@pytest.fixture
-def pg_url(pg_server: str) -> Iterator[str]:
-    """A fresh, empty database on the session's server; dropped afterwards."""
-    from sqlalchemy.engine import make_url
-
-    name = f"cuco_test_{uuid.uuid4().hex[:10]}"
-    _admin_exec(pg_server, f'CREATE DATABASE "{name}"')
-    yield make_url(pg_server).set(database=name).render_as_string(hide_password=False)
-    _admin_exec(pg_server, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Where a test's store lives: a SQLite file path, or a PostgreSQL URL."""
-    if request.param == "sqlite":
-        return str(tmp_path / "db" / "candidates.db")
-    return request.getfixturevalue("pg_url")
