@@ -50,7 +50,7 @@ MUTATIONS = {
     "row-max-of-one-warp": ("host_nccl/sequential/global_barrier/cta/4K/1",
                             "for (int w = 0; w < CfgS::WARPS_N; ++w) mt = fmaxf(mt, red[w * BQ + r]);",
                             "mt = fmaxf(mt, red[wn * BQ + r]);"),
-    "causal-mask-off-by-one": ("copy_engine/split_put_wait/per_tile_signal/copy_engine/4K/1",
+    "causal_mask_off_by_one": ("copy_engine/split_put_wait/per_tile_signal/copy_engine/4K/1",
                                "col <= r + shift ?", "col <= r + shift + 1 ?"),
 }
 FAILED = {ds.Status.WRONG_RESULT, ds.Status.TIMEOUT}
