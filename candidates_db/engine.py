@@ -13,13 +13,27 @@ import time
 from pathlib import Path
 from typing import Any, Union
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
 from design_space.errors import StoreError
 
 BUSY_TIMEOUT_S = 30  # how long a SQLite writer waits for another writer before failing
+# PostgreSQL advisory-lock keys shared by every cuco process ('cuco', 'cuc1').
+MIGRATION_LOCK, WRITE_LOCK = 0x6375636F, 0x63756331
+
+
+def write_lock(conn: Connection, key: int = WRITE_LOCK) -> None:
+    """Take the database's write lock for the rest of this transaction, before it reads what it
+    will write from (a new row's sequence number, the version row): SQLite's reserved lock (pysqlite
+    defers BEGIN to the first write, so a bare read would see a state another writer is changing),
+    a PostgreSQL transaction-level advisory lock. Writers queue; readers are not blocked."""
+    if conn.dialect.name == "sqlite":
+        if not conn.connection.dbapi_connection.in_transaction:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+    elif conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
 
 
 def where(url: URL) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Callable, Optional
 
-from sqlalchemy import Engine, Select, Text, and_, case, func, literal_column, select
+from sqlalchemy import Engine, Select, Text, and_, case, func, select
 from sqlalchemy.orm import Session, aliased
 
 from candidates_db.schema import CandidateRow, EvaluationRow, LLMCallRow, RunRow
@@ -37,18 +37,10 @@ _NODE_KEYS = ("id", "parent_ids", "generation", "island", "origin_kind", "status
 SORTS = ("speedup", "sol", "generation", "status", "created", "island")
 FILTERS = ("status", "backend", "placement", "island", "generation", "origin", "timing")
 ORDERS = ("asc", "desc")
-EV = "ev"  # the alias of the latest evaluation, named so the SOL sort's SQL can refer to it
+EV = "ev"  # the alias of the latest evaluation
 _EV = aliased(EvaluationRow, name=EV)
 _NEWEST = aliased(EvaluationRow, name="newest")
 
-# The geometric mean of bound/time over a row's timings orders like the mean of its logarithm.
-_LOG_SOL = {
-    "sqlite": ("(SELECT avg(ln(json_extract(t.value, '$.bound_seconds') / json_extract(t.value, '$.seconds'))) "
-               f"FROM json_each({EV}.payload, '$.timings') AS t)"),
-    "postgresql": ("(SELECT avg(CASE WHEN (t->>'bound_seconds')::float8 > 0 AND (t->>'seconds')::float8 > 0 "
-                   "THEN ln((t->>'bound_seconds')::float8 / (t->>'seconds')::float8) END) "
-                   f"FROM jsonb_array_elements(({EV}.payload->'timings')::jsonb) AS t)"),  # jsonb: each field read once
-}
 
 
 def _nulls_last(expr: Any) -> Any:
@@ -135,8 +127,7 @@ class LeaderboardQueries:
             depth = case(STAGE_DEPTH, value=ev.stage, else_=-1)
             keys = (group, _nulls_last(ev.fitness), directed(ev.fitness), depth.desc(), c.generation)
         elif sort == "sol":
-            log_sol = case((ev.timing_source.is_not(None), literal_column(_LOG_SOL[self._engine.dialect.name])))
-            keys = (_nulls_last(log_sol), directed(log_sol))
+            keys = (_nulls_last(ev.sol), directed(ev.sol))  # the indexed column (schema 3)
         elif sort == "status":
             keys = (directed(func.coalesce(ev.status, UNEVALUATED)), *best_first)
         elif sort == "created":

@@ -1,24 +1,33 @@
-"""Schema versioning without alembic: one version number in the ``schema_version`` table.
+"""Schema versioning: a coarse version number in the ``schema_version`` table (what an older cuco
+checks before it refuses a newer database) and, since version 3, Alembic revisions
+(candidates_db/migration_scripts) for every change, with per-dialect DDL where a change needs it.
 
-``migrate`` brings any database this code can read up to ``SCHEMA_VERSION``: it creates missing
-tables and indexes, runs the upgrade step of each version in between, and records the new version. A
-database written by a newer cuco is refused instead of being half-understood.
+``migrate`` brings any database this code can read up to ``SCHEMA_VERSION`` and Alembic's head:
+a fresh one gets the current tables and is stamped at head; an older one gets the pre-Alembic
+steps (missing tables and indexes), is stamped at the baseline if Alembic never saw it, then
+upgraded, with one line on stderr saying so. A database written by a newer cuco (a higher
+version, or an Alembic revision this cuco does not have) is refused instead of being
+half-understood. Concurrent openers serialise on a lock (SQLite write lock, PostgreSQL advisory).
 """
 
 from __future__ import annotations
 
-from typing import Callable
+import sys
+from pathlib import Path
+from typing import Callable, Optional
 
 from sqlalchemy import Connection, Engine, Index, inspect, select, text
 from sqlalchemy.exc import DatabaseError
 
+from candidates_db.engine import MIGRATION_LOCK, write_lock
 from candidates_db.schema import SCHEMA_VERSION, Base, SchemaVersionRow, utcnow
 from design_space.errors import StoreError
 
-# UPGRADES[n] turns a version-(n-1) database into version n (ALTER TABLE, data copies).
+# UPGRADES[n] turns a version-(n-1) database into version n, for n <= 2 (before Alembic).
 # Tables that are new in version n need no step: ``create_all`` adds them.
 UPGRADES: dict[int, Callable[[Connection], None]] = {}
-_PG_LOCK_KEY = 0x6375636F  # 'cuco': any fixed key shared by every cuco process
+SCRIPTS = Path(__file__).with_name("migration_scripts")
+BASELINE = "0001_baseline"  # the version-2 schema, where Alembic's history starts
 
 
 def stored_version(conn: Connection) -> int | None:
@@ -28,7 +37,44 @@ def stored_version(conn: Connection) -> int | None:
     return conn.execute(select(SchemaVersionRow.version).where(SchemaVersionRow.id == 1)).scalar()
 
 
-def _refuse_newer(version: int, where: str) -> None:
+def _alembic(conn: Connection):
+    from alembic.config import Config  # noqa: PLC0415  (only when a database is created or upgraded)
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(SCRIPTS))
+    cfg.attributes["connection"] = conn
+    return cfg
+
+
+def head_revision() -> str:
+    from alembic.script import ScriptDirectory  # noqa: PLC0415
+
+    return ScriptDirectory(str(SCRIPTS)).get_current_head()
+
+
+def known_revision(revision: str) -> bool:
+    from alembic.script import ScriptDirectory  # noqa: PLC0415
+    from alembic.util import CommandError  # noqa: PLC0415
+
+    try:
+        return ScriptDirectory(str(SCRIPTS)).get_revision(revision) is not None
+    except CommandError:
+        return False
+
+
+def stored_revision(conn: Connection) -> Optional[str]:
+    """Alembic's revision of this database (None: Alembic never ran on it)."""
+    if not inspect(conn).has_table("alembic_version"):
+        return None
+    return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
+def _refuse_newer(version: int, where: str, revision: Optional[str] = None) -> None:
+    if revision is not None and not known_revision(revision):
+        raise StoreError(
+            f"candidates database {where} is at schema revision {revision}, which this cuco does not know",
+            "upgrade cuco (pip install -U cuco-kernels) to read it, or use another database",
+        )
     if version > SCHEMA_VERSION:
         raise StoreError(
             f"candidates database {where} has schema version {version}, "
@@ -48,31 +94,34 @@ def _missing_indexes(conn: Connection) -> list[Index]:
     return missing
 
 
-def _lock(conn: Connection) -> None:
-    """Serialise migrations: two processes opening a fresh database at once must not both
-    create tables or insert the version row."""
-    if conn.dialect.name == "sqlite":
-        # pysqlite defers BEGIN to the first INSERT; take the write lock now, before we read.
-        if not conn.connection.dbapi_connection.in_transaction:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-    elif conn.dialect.name == "postgresql":
-        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_LOCK_KEY})
-
-
 def _upgrade(conn: Connection) -> None:
+    from alembic import command  # noqa: PLC0415
+
     version = stored_version(conn)  # again: another process may have migrated while we waited
+    revision = stored_revision(conn)
+    where = conn.engine.url.render_as_string(hide_password=True)
     if version is not None:
-        _refuse_newer(version, conn.engine.url.render_as_string(hide_password=True))
-    Base.metadata.create_all(conn, checkfirst=True)
+        _refuse_newer(version, where, revision)
+    fresh = version is None
+    if not fresh:  # the pre-Alembic steps bring it to the baseline schema (version 2)
+        for step in range(version + 1, 3):
+            if step in UPGRADES:
+                UPGRADES[step](conn)
+    Base.metadata.create_all(conn, checkfirst=True)  # new tables (a fresh database: all of them, current)
+    cfg = _alembic(conn)
+    head = head_revision()
+    if fresh:
+        command.stamp(cfg, head)
+    elif revision != head:
+        print(f"cuco: upgrading the candidates database {where} (schema {version} -> {SCHEMA_VERSION}, "
+              f"revision {revision or BASELINE} -> {head})", file=sys.stderr)
+        if revision is None:
+            command.stamp(cfg, BASELINE)
+        command.upgrade(cfg, head)
     for index in _missing_indexes(conn):  # create_all adds no index to a table that exists
         index.create(conn, checkfirst=True)
-    # A fresh database gets the current tables from create_all: no upgrade steps to run.
-    start = SCHEMA_VERSION if version is None else version
-    for step in range(start + 1, SCHEMA_VERSION + 1):
-        if step in UPGRADES:
-            UPGRADES[step](conn)
     if version != SCHEMA_VERSION:
-        _record(conn, exists=version is not None)
+        _record(conn, exists=not fresh)
 
 
 def _record(conn: Connection, *, exists: bool) -> None:
@@ -91,14 +140,16 @@ def migrate(engine: Engine) -> int:
     """
     with engine.connect() as conn:
         version = stored_version(conn)
-        indexes_missing = version == SCHEMA_VERSION and bool(_missing_indexes(conn))
+        revision = stored_revision(conn)
+        current = version == SCHEMA_VERSION and revision == head_revision()
+        indexes_missing = current and bool(_missing_indexes(conn))
     if version is not None:
-        _refuse_newer(version, engine.url.render_as_string(hide_password=True))
-    if version == SCHEMA_VERSION and not indexes_missing:
-        return version  # the common case takes no write lock, so read-only files open too
+        _refuse_newer(version, engine.url.render_as_string(hide_password=True), revision)
+    if current and not indexes_missing:
+        return SCHEMA_VERSION  # the common case takes no write lock, so read-only files open too
     try:
         with engine.begin() as conn:
-            _lock(conn)
+            write_lock(conn, MIGRATION_LOCK)
             _upgrade(conn)
     except DatabaseError:
         if not indexes_missing:

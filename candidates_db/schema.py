@@ -26,10 +26,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-# Bump when a table or column changes, and add the step to ``migrations.UPGRADES``.
+# Bump when a table or column changes, and add an Alembic revision for it under
+# candidates_db/migration_scripts/versions (since version 3 every change is an Alembic step).
 # 2: llm_calls and agent_steps (new tables only: create_all adds them, no upgrade step).
+# 3: evaluations.sol (Alembic 0002_evaluation_sol). An older cuco refuses a newer version.
 # A new index needs no bump: ``migrate`` adds missing indexes, and code without them reads the same tables.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def utcnow() -> datetime:
@@ -135,7 +137,7 @@ class EvaluationRow(Base):
     # Finds each candidate's latest evaluation and what the leaderboard filters and sorts on, without
     # reading the rows (their payloads are large).
     __table_args__ = (Index("ix_evaluations_latest", "candidate_id", "id", "status", "stage", "fitness",
-                            "timing_source"),)
+                            "timing_source", "sol"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     candidate_id: Mapped[str] = mapped_column(
         ForeignKey("candidates.id", ondelete="CASCADE"), nullable=False, index=True
@@ -146,6 +148,8 @@ class EvaluationRow(Base):
     # Evaluation.fitness, denormalised so the leaderboard can ORDER BY it in SQL.
     fitness: Mapped[Optional[float]] = mapped_column(Float, index=True)
     timing_source: Mapped[Optional[str]] = mapped_column(String(20))
+    # Evaluation.sol_fraction (any evaluation with timings), denormalised so the leaderboard can sort by it.
+    sol: Mapped[Optional[float]] = mapped_column(Float)
     payload: Mapped[dict[str, Any]] = mapped_column(JSON, nullable=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, nullable=False)
 

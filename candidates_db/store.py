@@ -17,15 +17,16 @@ from sqlalchemy import Engine, Select, case, exists, func, select
 from sqlalchemy.exc import DatabaseError, IntegrityError
 from sqlalchemy.orm import Session, aliased, sessionmaker
 
-from candidates_db.engine import BUSY_TIMEOUT_S, create_read_only_engine, create_store_engine, url_for, where
+from candidates_db.engine import (BUSY_TIMEOUT_S, create_read_only_engine, create_store_engine, url_for, where,
+                                  write_lock)
 from candidates_db.leaderboard_query import STAGE_DEPTH, LeaderboardQueries
 from candidates_db.llm_store import LLMRecords
-from candidates_db.migrations import migrate, stored_version
+from candidates_db.migrations import head_revision, migrate, stored_revision, stored_version
 from candidates_db.schema import SCHEMA_VERSION, CandidateRow, EvaluationRow, RunRow, json_safe, utcnow
 from candidates_db.values import candidate_row, candidate_value, evaluation_row, evaluation_value, run_value
 from design_space.candidate import Candidate
 from design_space.errors import StoreError
-from design_space.evaluation import Evaluation, Status
+from design_space.evaluation import CUT_BY_MAX_WALL, Evaluation, Status
 from design_space.run import RunInfo, RunStatus
 
 MIN_PREFIX = 4
@@ -41,6 +42,7 @@ def _check_readable(engine: Engine) -> None:
     """What a read-only open needs, since it cannot migrate: a cuco database of this schema."""
     with engine.connect() as conn:
         version = stored_version(conn)
+        revision = stored_revision(conn) if version == SCHEMA_VERSION else None
     shown = where(engine.url)
     if version is None:
         raise StoreError(f"{shown} is not a cuco candidates database (it has no schema version)",
@@ -50,6 +52,11 @@ def _check_readable(engine: Engine) -> None:
         raise StoreError(f"candidates database {shown} has schema version {version}, this cuco reads {SCHEMA_VERSION}",
                          "upgrade cuco (pip install -U cuco-kernels) to read it" if newer else
                          "open it once with a writable cuco command (e.g. `cuco leaderboard`) to upgrade it")
+    if revision != head_revision():
+        raise StoreError(f"candidates database {shown} is at schema revision {revision}, this cuco reads "
+                         f"{head_revision()}",
+                         "open it once with a writable cuco command (e.g. `cuco leaderboard`) to upgrade it, or "
+                         "upgrade cuco (pip install -U cuco-kernels) if another cuco wrote it")
 
 
 class Store(LeaderboardQueries, LLMRecords):
@@ -82,7 +89,9 @@ class Store(LeaderboardQueries, LLMRecords):
             raise
         except DatabaseError as e:
             engine.dispose()
-            fix = ("check that the file is a cuco candidates database and its folder is writable"
+            full = "full" in _first_line(e).lower()
+            fix = ("free some space on its disk, or use another path (--run-dir, --db)" if full else
+                   "check that the file is a cuco candidates database and its folder is writable"
                    if url.get_backend_name() == "sqlite"
                    else "check that the server is running and reachable and the URL's user, password and database")
             raise StoreError(f"cannot open the candidates database {where(url)}: {_first_line(e)}", fix) from e
@@ -176,21 +185,32 @@ class Store(LeaderboardQueries, LLMRecords):
 
     def add_candidate(self, run: str, c: Candidate) -> bool:
         """Store ``c`` in ``run``; False (and nothing written) if the run already has its source."""
-        row = candidate_row(run, c)
+        return self.add_candidates(run, [c])[0]
+
+    def add_candidates(self, run: str, cands: list[Candidate]) -> list[bool]:
+        """Store ``cands`` in ``run`` in ONE transaction (all or none: a process killed meanwhile
+        leaves no part of a proposal behind), in order; per candidate False where the run already
+        has its source. Writers are serialised, so sequence numbers stay unique across processes."""
+        rows = [candidate_row(run, c) for c in cands]
         try:
             with self._session() as s:
+                write_lock(s.connection())
                 if s.get(RunRow, run) is None:
                     raise self._no_run(run)
-                if self._hash_exists(s, run, row.content_hash):
-                    return False
-                row.seq = (s.scalar(select(func.max(CandidateRow.seq))) or 0) + 1
-                s.add(row)
+                seq = s.scalar(select(func.max(CandidateRow.seq))) or 0
+                added, seen = [], set()
+                for row in rows:
+                    fresh = row.content_hash not in seen and not self._hash_exists(s, run, row.content_hash)
+                    seen.add(row.content_hash)
+                    if fresh:
+                        seq += 1
+                        row.seq = seq
+                        s.add(row)
+                    added.append(fresh)
         except IntegrityError as e:
-            if self.has_content_hash(run, row.content_hash):  # a concurrent writer stored it first
-                return False
-            raise StoreError(f"candidate id {c.id} is already stored with a different source",
-                             "give the new candidate a fresh id (the default)") from e
-        return True
+            raise StoreError(f"a candidate id of {[c.id for c in cands]} is already stored with a different source",
+                             "give the new candidates fresh ids (the default)") from e
+        return added
 
     @staticmethod
     def _hash_exists(s: Session, run: str, h: str) -> bool:
@@ -235,6 +255,16 @@ class Store(LeaderboardQueries, LLMRecords):
         q = select(CandidateRow).where(CandidateRow.run_name == run, ~evaluated)
         with self._session() as s:
             return [candidate_value(r) for r in s.scalars(q.order_by(CandidateRow.generation, CandidateRow.seq))]
+
+    def cut_short(self, run: str) -> list[Candidate]:
+        """Candidates whose latest evaluation was cut by the run's own end (``--max-wall``: status
+        ``timeout`` with the flag ``cut_by_max_wall``), not by anything they did: a resumed run
+        evaluates them again."""
+        q, ev = self._with_latest(run)
+        q = q.where(ev.status == Status.TIMEOUT.value).order_by(CandidateRow.generation, CandidateRow.seq)
+        with self._session() as s:
+            return [candidate_value(c) for c, e in s.execute(q).all()
+                    if CUT_BY_MAX_WALL in (e.payload or {}).get("flags", ())]
 
     def max_generation(self, run: str) -> int:
         with self._session() as s:
@@ -297,6 +327,13 @@ class Store(LeaderboardQueries, LLMRecords):
             for status, n in s.execute(q).all():
                 counts[status if status is not None else "unevaluated"] = n
         return counts
+
+    def evaluation_counts(self, run: str) -> dict[str, int]:
+        """How many evaluations each of ``run``'s candidates has stored (candidates without one are absent)."""
+        q = (select(EvaluationRow.candidate_id, func.count()).join(CandidateRow, CandidateRow.id == EvaluationRow.candidate_id)
+             .where(CandidateRow.run_name == run).group_by(EvaluationRow.candidate_id))
+        with self._session() as s:
+            return {cid: int(n) for cid, n in s.execute(q).all()}
 
     def best(self, run: str) -> Optional[tuple[Candidate, Evaluation]]:
         """The fittest ``ok`` candidate, or None when nothing in the run is correct yet."""

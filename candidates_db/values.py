@@ -44,10 +44,19 @@ def evaluation_row(e: Evaluation) -> EvaluationRow:
     fitness = e.fitness
     return EvaluationRow(
         candidate_id=e.candidate_id, status=e.status.value, stage=e.stage.value, reason=e.reason,
-        fitness=None if fitness is None or math.isnan(fitness) else fitness,
+        fitness=None if fitness is None or math.isnan(fitness) else fitness, sol=_finite(e.sol_fraction),
         timing_source=source.value if source else None,
         payload=json_safe(e.model_dump(mode="json")), created_at=utcnow(),
     )
+
+
+def _finite(value: Optional[float]) -> Optional[float]:
+    return None if value is None or not math.isfinite(value) else value
+
+
+def sol_of_payload(payload: dict) -> Optional[float]:
+    """The ``sol`` column's value for a stored evaluation payload (the schema upgrade's backfill)."""
+    return _finite(Evaluation.model_validate(payload).sol_fraction)
 
 
 def evaluation_value(row: Optional[EvaluationRow]) -> Optional[Evaluation]:

@@ -74,10 +74,12 @@ def enable_hint() -> str:
 
 @dataclass
 class AgentWiring:
-    """The run's LLM clients, budget, fast path and LLM proposer."""
+    """The run's LLM clients, budget, fast path and LLM proposer. Built before the run's database is
+    opened (a missing key or an unpriced model under a budget then leaves nothing behind), and
+    ``attach``-ed to it after."""
 
     settings: LLMSettings
-    store: Store
+    store: Optional[Store]
     run_name: str
     evaluator: Evaluator
     emit: Callable[[str, str], None]  # (kind, message)
@@ -90,8 +92,8 @@ class AgentWiring:
         from agents.slow_path import LLMProposer
 
         self.budget = Budget(self.settings.budget_usd)
-        if self.store.get_run(self.run_name):  # the budget is the run's, across resumes
-            self.budget.charge(self.store.llm_usage(self.run_name)["cost_usd"])
+        if self.store is not None:
+            self.attach(self.store)
         prices = load_prices(self.settings.prices)
         self.clients = [create_llm(n, recorder=self.record, budget=self.budget, prices=prices,
                                    timeout_s=self.settings.timeout_s, max_retries=self.settings.max_retries,
@@ -109,6 +111,12 @@ class AgentWiring:
             raise ConfigError(f"--llm-budget cannot count the cost of {', '.join(unpriced)}: no price is known",
                               'add it to a JSON price file {"<model>": {"input": USD_per_Mtok, "output": '
                               'USD_per_Mtok}} and set CUCO_LLM_PRICES=<file>, or run without --llm-budget')
+
+    def attach(self, store: Store) -> None:
+        """Record into ``store``; the budget is the run's, across resumes."""
+        self.store = store
+        if store.get_run(self.run_name):
+            self.budget.charge(store.llm_usage(self.run_name)["cost_usd"])
 
     def record(self, call: LLMCall) -> None:
         self.store.add_llm_call(self.run_name, call)

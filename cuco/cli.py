@@ -25,9 +25,30 @@ def _guarded(fn):
             typer.echo(one_line(e), err=True)
             raise typer.Exit(2)
         except KeyboardInterrupt:
-            typer.echo("interrupted: run the same command again to resume", err=True)
-            raise typer.Exit(130)
+            _exit_interrupted()
     return wrapper
+
+
+def _exit_interrupted() -> None:
+    """After Ctrl-C: stop the sandboxed stages still running and wait briefly for their threads,
+    so the interpreter's exit has nothing left to join. A second Ctrl-C leaves at once, quietly."""
+    import os
+    import signal
+    import threading
+    import time
+
+    signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+    typer.echo("interrupted: run the same command again to resume", err=True)
+    if "evaluator.sandbox" in sys.modules:
+        sys.modules["evaluator.sandbox"].stop_all()
+    deadline = time.monotonic() + 10
+    for t in threading.enumerate():
+        if t is not threading.main_thread() and not t.daemon:
+            t.join(max(0.0, deadline - time.monotonic()))
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.stderr.flush()
+        os._exit(130)  # a thread that will not end must not make the exit hang or print a traceback
+    raise typer.Exit(130)
 
 
 def _console(wide: bool = False):

@@ -28,6 +28,8 @@ from design_space import (
 from evaluator.cascade import Evaluator, EvaluatorConfig
 from evaluator.emulate import EmulationSettings
 from cuco.agent_wiring import AgentWiring, LLMSettings, configured_names
+from cuco.run_folder import prepare_run_folder
+from evaluator import sandbox
 
 
 @dataclass(frozen=True)
@@ -118,13 +120,13 @@ class _Loop:
         self.evaluator = Evaluator(spec, EvaluatorConfig(cache_dir=options.cache_dir or default_cache_dir(),
                                                          keep_work=options.keep_work, emulation=settings,
                                                          gpu=options.gpu))
-        Path(options.run_dir).mkdir(parents=True, exist_ok=True)
+        # A misconfigured LLM (missing key, unpriced model under a budget) or an unwritable or
+        # full run folder fails here, before anything is created.
+        self.agents = self._agents()
+        prepare_run_folder(Path(options.run_dir))
         self.store = Store.open(database_for(options))
-        try:
-            self.agents = self._agents()
-        except BaseException:  # a misconfigured LLM: nothing was written, release the database
-            self.store.close()
-            raise
+        if self.agents is not None:
+            self.agents.attach(self.store)
 
     def _agents(self) -> Optional[AgentWiring]:
         llm = self.options.llm
@@ -133,7 +135,7 @@ class _Loop:
         if not names:
             return None
         from dataclasses import replace
-        return AgentWiring(replace(llm, names=names), self.store, self.name, self.evaluator,
+        return AgentWiring(replace(llm, names=names), None, self.name, self.evaluator,
                            emit=lambda kind, message: self.emit(Event(kind, message)), seed=self.options.seed)
 
     def _open_run(self) -> tuple[RunInfo, bool]:
@@ -203,7 +205,9 @@ class _Loop:
                     return RunStatus.STOPPED, f"{e.problem}; {e.fix}"
                 finally:
                     self.seconds["propose"] += time.monotonic() - t
-            pending = [c for c in self.store.unevaluated(self.name) if c.generation <= gen]
+            # never evaluated (a killed run's in-flight work among them), then those --max-wall cut short
+            pending = [c for c in (*self.store.unevaluated(self.name), *self.store.cut_short(self.name))
+                       if c.generation <= gen]
             self.emit(Event("generation", f"generation {gen}: {len(pending)} to evaluate", generation=gen,
                             total=len(pending)))
             t = time.monotonic()
@@ -234,8 +238,7 @@ class _Loop:
             proposed = self.proposer.propose(request)
         else:
             proposed = self.agents.propose(request, self.proposer)
-        for cand in proposed:
-            self.store.add_candidate(self.name, cand)
+        self.store.add_candidates(self.name, list(proposed))  # one transaction: a kill leaves all or none
 
     def _evaluate_all(self, pending: list[Candidate]) -> bool:
         """Evaluate in parallel, storing each result as it lands; False if stopped by --max-wall."""
@@ -260,8 +263,10 @@ class _Loop:
                     self._record(cand, fut.result())  # infrastructure faults propagate; candidate faults are data
             return True
         finally:
-            # On Ctrl-C or a fault do not wait for in-flight stages (their sandboxes time out on
-            # their own); what was not stored is evaluated again on resume.
+            # On Ctrl-C or a fault, stop the in-flight stages instead of waiting for them; what was
+            # not stored is evaluated again on resume.
+            if futures:
+                sandbox.stop_all()
             pool.shutdown(wait=not futures, cancel_futures=True)
 
     def _parent_sources(self, pending: list[Candidate]) -> dict[str, str]:

@@ -209,7 +209,7 @@ class _Runner:
         key = self.keys.emulate(item)
         if not self.unseen(key):
             return
-        out = self.evaluator.emulate_source(item.source)
+        out = self.evaluator.emulate_source(item.source, probe=False)  # verdicts only: the probe feeds scores
         self.ledger.put(key, Verdict("emulate", out.status.value, out.reason, sum(out.seconds.values())))
         self.progress(f"{self.spec.name:<20} emulate {item.point.key():<56} {out.status.value} {out.reason[:80]}")
 

@@ -52,6 +52,8 @@ class CodeFeatures(BaseModel):
     spill_bytes: int = Field(default=0, ge=0)  # per thread, ptxas (stores + loads), worst kernel
     registers: int = Field(default=0, ge=0, le=255)  # per thread, worst kernel; 0 = unknown
     occupancy: Optional[float] = Field(default=None, gt=0.0, le=1.0)  # resident warps / MAX_WARPS_PER_SM
+    # share of the outputs that changed when the tile's results got noise (None: not probed)
+    tile_output_dependence: Optional[float] = Field(default=None, ge=0.0, le=1.0)
     source: str = ""
 
     @model_validator(mode="after")

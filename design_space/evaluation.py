@@ -16,6 +16,9 @@ from design_space.code_features import CodeFeatures
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 LOG_LIMIT = 4000  # characters kept per evaluation log (head and tail)
+# The flag of an evaluation the run cut at its --max-wall deadline (not the candidate's doing):
+# a resumed run evaluates such a candidate again.
+CUT_BY_MAX_WALL = "cut_by_max_wall"
 
 
 class Status(str, Enum):

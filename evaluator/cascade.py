@@ -24,7 +24,7 @@ from typing import Optional
 
 from design_space.candidate import Candidate, content_hash
 from design_space.point import DesignPoint
-from design_space.evaluation import Evaluation, Provenance, Stage, Status, Timing, trim_log
+from design_space.evaluation import CUT_BY_MAX_WALL, Evaluation, Provenance, Stage, Status, Timing, trim_log
 from design_space.hardware import get_profile
 from design_space.calibration import load_calibration
 from design_space.patterns import get_pattern
@@ -206,7 +206,8 @@ class Evaluator:
         else:
             flags.append("memory_ordering_unchecked (CPU emulation)")
         t = time.monotonic()
-        scored = score.score(cand, self.spec, self.pattern, self.hardware, built.stats, emu.traces, self.calibration)
+        scored = score.score(cand, self.spec, self.pattern, self.hardware, built.stats, emu.traces, self.calibration,
+                             emu.tile_dependence)
         seconds["score"] = time.monotonic() - t
         observed = {"observed_point": scored.point.key() if scored.point else None, "observed": scored.observed,
                     "features": scored.features}
@@ -239,15 +240,17 @@ class Evaluator:
         self.prepare()
         return tuple(self._cases or ())
 
-    def emulate_source(self, source: str) -> emulate.EmulationOutcome:
-        """The emulate stage alone against the prepared reference: for sweeps that build in batches."""
+    def emulate_source(self, source: str, probe: bool = True) -> emulate.EmulationOutcome:
+        """The emulate stage alone against the prepared reference: for sweeps that build in batches
+        (``probe=False``: without the tile dependence probe, which only feeds the score)."""
         self.prepare()
         work = Path(tempfile.mkdtemp(prefix="cuco-emulate-", dir=self.config.work_root))
         try:
             cases = self.cases_for(content_hash(source))
             return emulate.emulate(source, spec=self.spec, pattern=self.pattern, cases=cases, work_dir=work,
                                    cache_dir=self.config.cache_dir / "emulator", settings=self.config.emulation,
-                                   canary=lambda: self.canary_passes(cases, work / "canary", self.config.emulation))
+                                   canary=lambda: self.canary_passes(cases, work / "canary", self.config.emulation),
+                                   probe=probe)
         finally:
             if not self.config.keep_work:
                 shutil.rmtree(work, ignore_errors=True)
@@ -261,7 +264,8 @@ class Evaluator:
         if point is None:
             return False
         out = emulate.emulate(self.pattern.render(point), spec=self.spec, pattern=self.pattern, cases=cases,
-                              work_dir=work, cache_dir=self.config.cache_dir / "emulator", settings=settings)
+                              work_dir=work, cache_dir=self.config.cache_dir / "emulator", settings=settings,
+                              probe=False)
         return out.status is Status.OK
 
     def guard_findings(self, source: str, point: Optional[DesignPoint] = None) -> str:
@@ -322,7 +326,8 @@ class _Budget:
     def label(self, ev: Evaluation) -> Evaluation:
         """A timeout that the deadline caused says so (and is flagged), so nobody mistakes it for the
         candidate's own limit."""
-        if ev.status is not Status.TIMEOUT or not self.cut or "--max-wall" in ev.reason:
+        if ev.status is not Status.TIMEOUT or not self.cut:
             return ev
-        return ev.model_copy(update={"reason": f"{ev.reason} [cut by --max-wall; own limit {self.capped:.0f} s]",
-                                     "flags": (*ev.flags, "cut_by_max_wall")})
+        flags = ev.flags if CUT_BY_MAX_WALL in ev.flags else (*ev.flags, CUT_BY_MAX_WALL)
+        reason = ev.reason if "--max-wall" in ev.reason else f"{ev.reason} [cut by --max-wall; own limit {self.capped:.0f} s]"
+        return ev.model_copy(update={"reason": reason, "flags": flags})

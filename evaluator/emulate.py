@@ -50,6 +50,9 @@ class EmulationOutcome:
     network_isolated: bool = False  # every run had a private network namespace
     isolation: str = ""  # what the sandbox gave the runs (jail.Isolation.describe())
     traces: tuple[RunTrace, ...] = ()  # one per run that passed
+    # The share of the outputs that changed when every GEMM tile's result got noise (the dependence
+    # probe, run when the code used the tile): tile FLOPs count only as far as outputs depend on them.
+    tile_dependence: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,7 @@ def group_cases(cases: Sequence[ReferenceCase]) -> list[tuple[ReferenceCase, ...
 
 
 def _io_files(group: Sequence[ReferenceCase], spec: KernelSpec, pattern: Pattern,
-              s: EmulationSettings) -> emulator_io.IoFiles:
+              s: EmulationSettings, perturb: int = 0) -> emulator_io.IoFiles:
     first = group[0]
     sizes, inputs = [], {}
     for call, case in enumerate(group, start=1):
@@ -123,7 +126,7 @@ def _io_files(group: Sequence[ReferenceCase], spec: KernelSpec, pattern: Pattern
         dims=[dims[d] for d in pattern.dims], dtype_code=spec.dtype.code,
         symm_bytes=pattern.symm_bytes(dims, first.world, spec.dtype),
         workspace_bytes=max(s.workspace_bytes, pattern.workspace_bytes(dims, first.world, spec.dtype)), slots=slots,
-        traces_after=size)
+        traces_after=size, perturb_tile=perturb)
     return emulator_io.IoFiles(text, slots, size, inputs, world=first.world)
 
 
@@ -191,14 +194,8 @@ def run_group(binary: Path, group: Sequence[ReferenceCase], *, spec: KernelSpec,
     """One emulator run (every call of one world and shape), judged here from the I/O file."""
     case = group[0]
     where = f"world {case.world}, shape {case.shape.name}"
-    folder.mkdir(parents=True, exist_ok=True)
-    # CPU time and address space are per rank process; fiber stacks are mapped lazily
-    limits = sandbox.Limits(wall_s=settings.timeout_s, cpu_s=int(settings.timeout_s) + 5,
-                            address_space_bytes=settings.address_space_bytes, file_size_bytes=16 << 20,
-                            memory_bytes=settings.memory_bytes, work_bytes=64 << 20)
     with _io_files(group, spec, pattern, settings) as io:
-        res = sandbox.run([str(binary), *map(str, io.fds)], workdir=folder, limits=limits, pass_fds=io.fds,
-                          view=(binary.parent,), stop=stop)
+        res = _run(binary, io, folder, settings, stop)
         log = f"$ emu world={case.world} shape={case.shape.name} calls={len(group)}\n{res.output}"
         failure = _classify(res, where)
         if failure:
@@ -213,16 +210,81 @@ def run_group(binary: Path, group: Sequence[ReferenceCase], *, spec: KernelSpec,
     return _RunOutcome(failure, checks, log, res, trace)
 
 
+def _run(binary: Path, io: emulator_io.IoFiles, folder: Path, settings: EmulationSettings,
+         stop: Optional[threading.Event]) -> sandbox.SandboxResult:
+    folder.mkdir(parents=True, exist_ok=True)
+    # CPU time and address space are per rank process; fiber stacks are mapped lazily
+    limits = sandbox.Limits(wall_s=settings.timeout_s, cpu_s=int(settings.timeout_s) + 5,
+                            address_space_bytes=settings.address_space_bytes, file_size_bytes=16 << 20,
+                            memory_bytes=settings.memory_bytes, work_bytes=64 << 20)
+    return sandbox.run([str(binary), *map(str, io.fds)], workdir=folder, limits=limits, pass_fds=io.fds,
+                       view=(binary.parent,), stop=stop)
+
+
+def probe_tile_dependence(binary: Path, group: Sequence[ReferenceCase], *, spec: KernelSpec, pattern: Pattern,
+                          folder: Path, settings: EmulationSettings,
+                          stop: Optional[threading.Event] = None) -> tuple[float, str, float]:
+    """The dependence probe: ``group`` run twice more (same inputs, fresh processes: the candidate
+    cannot tell them from a check) with noise added to every GEMM tile's result, positive in one
+    run and of random sign in the other. Returns (the share of output elements that no longer
+    match the reference in either run, log, seconds). Elements whose reference is within the
+    absolute tolerance of zero (4 atol: a norm weight near zero, say) could not show a change and are left
+    out. A run that fails with perturbed tiles depends on them (share 1.0)."""
+    case, tol = group[0], spec.tolerances[spec.dtype]
+    changed: Optional[np.ndarray] = None
+    outputs = [(call, r, slot, tf) for call, c in enumerate(group, start=1) for r, rd in enumerate(c.ranks)
+               for slot, tf in enumerate(rd.outputs)]
+    refs = [as_float32(tf.path, tf.dtype, tf.shape).astype(np.float64).ravel() for *_, tf in outputs]
+    visible = np.concatenate([np.abs(ref) > 4 * tol.atol for ref in refs])
+    logs, wall = [], 0.0
+    for mode in (1, 2):
+        with _io_files(group, spec, pattern, settings, perturb=mode) as io:
+            res = _run(binary, io, folder / f"mode{mode}", settings, stop)
+            wall += res.wall_s
+            logs.append(f"$ emu world={case.world} shape={case.shape.name} calls={len(group)} "
+                        f"(tile dependence probe {mode})\n{res.output}")
+            if _classify(res, "probe") or io.red_zone_breach():
+                logs.append("probe: the run failed with perturbed tiles, so it depends on them")
+                return 1.0, "\n".join(logs), wall
+            mask = np.concatenate([_mismatch(io, call, r, slot, tf, ref, tol)
+                                   for (call, r, slot, tf), ref in zip(outputs, refs)])
+        changed = mask if changed is None else changed | mask
+    if not visible.any():
+        visible = np.ones_like(visible)
+    seen = changed[visible] if changed is not None else np.ones(1, dtype=bool)
+    share = float(seen.mean()) if seen.size else 1.0
+    logs.append(f"probe: {int(seen.sum())} of {seen.size} output elements (|reference| > 4 atol) changed with "
+                "perturbed tiles")
+    return share, "\n".join(logs), wall
+
+
+def _mismatch(io: emulator_io.IoFiles, call: int, rank: int, slot: int, ref_tf, ref: np.ndarray, tol) -> np.ndarray:
+    """Which elements of one output miss the reference (flat boolean masks)."""
+    out = decode(np.frombuffer(io.output(rank, call, slot), dtype=np.uint8), ref_tf.dtype, ref_tf.shape)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return ~(np.abs(out.astype(np.float64).ravel() - ref) <= tol.atol + tol.rtol * np.abs(ref))
+
+
+def _probe_group(groups: Sequence[Sequence[ReferenceCase]], traces: Sequence[RunTrace]) -> Optional[int]:
+    """The run the observed point reads (largest world, then largest shape), if its code used the tile."""
+    best = max(range(len(traces)), key=lambda i: (traces[i].world, sum(traces[i].dims.values())), default=None)
+    if best is None or not any(r.get("mma.calls", 0) for r in traces[best].ranks):
+        return None
+    return best
+
+
 def emulate(source: str, *, spec: KernelSpec, pattern: Pattern, cases: Sequence[ReferenceCase], work_dir: Path,
             cache_dir: Path, settings: EmulationSettings = EmulationSettings(),
             canary: Optional[Callable[[], bool]] = None, check_object: bool = True,
-            stop: Optional[threading.Event] = None) -> EmulationOutcome:
+            stop: Optional[threading.Event] = None, probe: bool = True) -> EmulationOutcome:
     """Compile once, run every (world, shape) group; stop at the first failing one.
 
     ``canary`` runs a known-good candidate through this same tier and says whether it passed: a
     result that looks like a harness fault is the candidate's unless the canary fails too.
     ``check_object=False`` skips the compiled-object checks: only for cuco's defence-in-depth
-    tests, which show the sandbox holds on its own; the evaluator never passes it. Setting ``stop``
+    tests, which show the sandbox holds on its own; the evaluator never passes it. ``probe=False``
+    skips the tile dependence probe (it never changes the verdict, only the score: sweeps that
+    check verdicts leave it out). Setting ``stop``
     (the caller no longer needs the verdict) ends the stage early with a ``STOPPED`` outcome."""
     build = shim_build.compile_emulator(source, work_dir / "build", dtype_code=spec.dtype.code, cache_dir=cache_dir,
                                         check_object=check_object, stop=stop)
@@ -234,7 +296,8 @@ def emulate(source: str, *, spec: KernelSpec, pattern: Pattern, cases: Sequence[
     checks: list[RankCheck] = []
     logs, traces = [], []
     isolated, isolation = True, ""
-    for i, group in enumerate(group_cases(cases)):
+    groups = group_cases(cases)
+    for i, group in enumerate(groups):
         out = run_group(build.binary, group, spec=spec, pattern=pattern, folder=work_dir / f"run{i}",
                         settings=settings, stop=stop)
         if stop is not None and stop.is_set():
@@ -251,8 +314,17 @@ def emulate(source: str, *, spec: KernelSpec, pattern: Pattern, cases: Sequence[
         if failure:
             return EmulationOutcome(failure[0], failure[1], tuple(checks), trim_log("\n".join(logs)), seconds)
         traces.append(out.trace)
+    dependence = None
+    probe_at = _probe_group(groups, traces) if probe else None
+    if probe_at is not None:
+        dependence, log, wall = probe_tile_dependence(build.binary, groups[probe_at], spec=spec, pattern=pattern,
+                                                      folder=work_dir / "probe", settings=settings, stop=stop)
+        if stop is not None and stop.is_set():
+            return STOPPED
+        seconds["emulate_probe"] = wall
+        logs.append(log)
     return EmulationOutcome(Status.OK, "", tuple(checks), trim_log("\n".join(logs)), seconds, isolated, isolation,
-                            tuple(traces))
+                            tuple(traces), dependence)
 
 
 def _harness_fault(res: sandbox.SandboxResult, case: ReferenceCase,

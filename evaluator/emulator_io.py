@@ -129,7 +129,7 @@ class IoFiles:
         out: dict[str, int] = {}
         for line in raw.decode("ascii", errors="replace").splitlines():
             key, _, value = line.partition(" ")
-            if key and value.isdigit() and len(out) < 256:
+            if key and key not in out and value.isdigit() and len(out) < 256:  # the first line of a key counts
                 out[key] = int(value)
         return out
 
@@ -173,8 +173,10 @@ class IoFiles:
 def manifest_text(*, world: int, num_sms: int, calls: int, stall_seconds: float, dims: Sequence[int],
                   dtype_code: int, symm_bytes: int, workspace_bytes: int, slots: Sequence[IoSlot],
                   stack_kib: int | None = None, runaway_seconds: int | None = None,
-                  device_memory_bytes: int | None = None, traces_after: int | None = None) -> str:
-    """The emulator's manifest; ``traces_after``: the slots' size, when every rank gets a trace region."""
+                  device_memory_bytes: int | None = None, traces_after: int | None = None,
+                  perturb_tile: int = 0) -> str:
+    """The emulator's manifest; ``traces_after``: the slots' size, when every rank gets a trace region;
+    ``perturb_tile``: the dependence probe (1, 2: every GEMM tile's result gets noise, evaluator/shim/trace.cpp)."""
     if not 1 <= world <= 32:
         raise ValueError(f"world must be 1..32, got {world}")
     if len(dims) > 8:
@@ -183,7 +185,7 @@ def manifest_text(*, world: int, num_sms: int, calls: int, stall_seconds: float,
              "dims " + " ".join(str(int(d)) for d in (list(dims) or [0])), f"dtype {dtype_code}",
              f"symm_bytes {symm_bytes}", f"workspace_bytes {workspace_bytes}"]
     for key, value in (("stack_kib", stack_kib), ("runaway_seconds", runaway_seconds),
-                       ("device_memory_bytes", device_memory_bytes)):
+                       ("device_memory_bytes", device_memory_bytes), ("perturb_tile", perturb_tile)):
         if value:
             lines.append(f"{key} {int(value)}")
     for s in slots:

@@ -4,7 +4,10 @@
   the cubin the build stage produced). Without a disassembler, the emulator's evidence stands in:
   GEMM work went through cuco's tile, which is tensor-core code for bf16/fp16 (never for fp32);
 - the share of the workload's FLOPs that ran through the tile: the emulator's count (per mean
-  rank, and on the busiest rank) over the pattern's FLOPs at the same shape (see read_features);
+  rank, and on the busiest rank) over the pattern's FLOPs at the same shape (see read_features),
+  capped by the share of the outputs that depend on the tile's results (the emulator's dependence
+  probe: noise added to every tile's result must change them), so a decoy tile whose result is
+  dropped, or a scalar loop beside it, earns nothing;
 - the widest global access (SASS), spills and registers (ptxas, worst kernel).
 """
 
@@ -19,8 +22,14 @@ from design_space.spec import DType
 from evaluator.observed_point import Observation
 
 
+# Honest renders of every family measured 0.9986-1.0 (a few outputs agree with the reference by
+# chance even after the noise, e.g. behind a norm weight near zero; 2026-12-04, this project's
+# 2-core CPU machine, 20 points): a dependence this high counts as full, lower ones cap the share.
+DEPENDENCE_FULL = 0.99
+
+
 def read_features(build: Optional[BuildStats], obs: Optional[Observation], pattern: Pattern,
-                  dtype: DType) -> CodeFeatures:
+                  dtype: DType, tile_dependence: Optional[float] = None) -> CodeFeatures:
     kernels = build.kernels if build is not None else ()
     mma = [k.mma for k in kernels if k.mma is not None]
     share = 0.0
@@ -34,14 +43,18 @@ def read_features(build: Optional[BuildStats], obs: Optional[Observation], patte
         mean = obs.tile_flops_per_rank / cost.flops if cost.flops > 0 else 0.0
         top = obs.tile_flops_busiest / (cost.flops * cost.imbalance) if cost.flops > 0 else 0.0
         share = min(1.0, max(mean, top))
+    if tile_dependence is not None:
+        share = min(share, min(1.0, tile_dependence / DEPENDENCE_FULL))
     if mma:
         tensor_core, source = any(m > 0 for m in mma), "the SASS and the emulator's tile counts"
     else:
         tensor_core = share > 0 and dtype is not DType.FP32
         source = "the emulator's tile counts (SASS not read: install the dev extra's nvidia-cuda-nvdisasm)"
+    if tile_dependence is not None:
+        source += f"; {tile_dependence:.0%} of the outputs depend on the tile's results"
     widths = [k.widest_global_bytes for k in kernels if k.widest_global_bytes]
     spills = max((k.spill_stores + k.spill_loads for k in kernels), default=0)
     registers = max((k.registers for k in kernels), default=0)
     return CodeFeatures(tensor_core=tensor_core, tensor_core_flop_share=share if tensor_core else 0.0,
                         vector_width_bytes=max(widths, default=4), spill_bytes=spills, registers=min(255, registers),
-                        source=source)
+                        tile_output_dependence=tile_dependence, source=source)

@@ -88,14 +88,18 @@ def modes() -> Modes:
     exe = shutil.which("unshare")
     if not exe:
         return Modes()
+    # `unshare` dies with the thread that started it (a killed evaluator leaves no stage running:
+    # its --kill-child then takes the stage's pid namespace down too)
+    setpriv = shutil.which("setpriv")
+    lifeline = [setpriv, "--pdeathsig", "KILL"] if setpriv and _works([setpriv, "--pdeathsig", "KILL", "--"]) else []
     # as root the plain namespaces work; elsewhere a user namespace is what makes them possible
     user_flags = ([],) if os.geteuid() == 0 else (["--map-root-user"],)
     for user in user_flags:
-        full = [exe, *user, *_NAMESPACES, "--"]
+        full = [*lifeline, exe, *user, *_NAMESPACES, "--"]
         if _works(full):
             return Modes(prefix=tuple(full), user_namespace=bool(user))
     for user in user_flags:
-        net = [exe, *user, "--net", "--"]
+        net = [*lifeline, exe, *user, "--net", "--"]
         if _works(net):
             return Modes(net_only=tuple(net), user_namespace=bool(user))
     return Modes()

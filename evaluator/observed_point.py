@@ -150,6 +150,7 @@ def observe(traces: Sequence, source: str, declared: Optional[DesignPoint]) -> O
         evidence.append(why)
     values = {"backend": backend, "placement": placement, "sync_scope": sync, "issuer": issuer}
     values.update(_sizes(t, source, declared, evidence, unsettled, contra))
+    _check_comm_ctas(values, t, contra)
     _settle(values, declared, t, unsettled, contra)
     point = _point(values, evidence)
     if declared is not None and point is not None:
@@ -185,6 +186,15 @@ def _sizes(t, source, declared, evidence, unsettled, contra) -> dict:
         out["comm_ctas"] = _nearest_at_least(max(1, seen), COMM_CTAS)
         evidence.append(f"comm_ctas: {seen:.0f} CTAs communicated in one launch")
     return out
+
+
+def _check_comm_ctas(values: dict, t: Mapping[str, float], contra: list) -> None:
+    """Outside a fused kernel only the comm CTAs move data, so more CTAs moving data in one launch
+    than the comm_ctas read (from the code's COMM_CTAS or the declaration) is a false claim: the
+    model would charge compute for fewer SMs than the code takes."""
+    moved = t.get("max_xfer_blocks", 0)
+    if values.get("placement") is not Placement.FUSED_PERSISTENT and moved > values["comm_ctas"]:
+        contra.append(f"comm_ctas: {moved:.0f} CTAs moved data in one launch, more than {values['comm_ctas']}")
 
 
 def _settle(values: dict, declared: Optional[DesignPoint], t, unsettled: list, contra: list) -> None:

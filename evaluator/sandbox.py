@@ -176,7 +176,13 @@ def run(
                      pass_fds=list(pass_fds))
     start = time.monotonic()
     proc = _spawn(plan, argv, workdir, stage_env, (status_r, status_w), pass_fds)
-    streams, timed_out, lost = _capture(proc, plan, start + limits.wall_s, limits.output_bytes, stop)
+    with _LIVE_LOCK:
+        _LIVE.add(proc.pid)
+    try:
+        streams, timed_out, lost = _capture(proc, plan, start + limits.wall_s, limits.output_bytes, stop)
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc.pid)
     _kill_group(proc.pid)  # stragglers the stage left behind
     report, status, got = jail.read_report(status_r)
     isolation = plan.finish(report)  # kills what is left in the cgroups and removes them
@@ -190,6 +196,21 @@ def run(
         dropped_bytes=sum(s.dropped for s in streams), collected=collected, not_collected=not_collected,
         notes=(*((report or {}).get("errors") or ()), *_shortfalls(limits, view, isolation)),
     )
+
+
+# The process groups of the stages running now (a stage is its own session and group).
+_LIVE: set[int] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def stop_all() -> int:
+    """Kill every stage running now in this process (an interrupted run that will not wait for
+    them); each stage's ``run`` then returns as killed. Returns how many were running."""
+    with _LIVE_LOCK:
+        groups = list(_LIVE)
+    for pgid in groups:
+        _kill_group(pgid)
+    return len(groups)
 
 
 def _spawn(plan: jail.Plan, argv: Sequence[str], workdir: Path, env: Mapping[str, str], status: tuple[int, int],

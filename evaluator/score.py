@@ -35,9 +35,9 @@ class Scored:
 
 
 def score(cand: Candidate, spec: KernelSpec, pattern: Pattern, hw: HardwareProfile, build: Optional[BuildStats],
-          traces, calibration: Optional[Calibration]) -> Scored:
+          traces, calibration: Optional[Calibration], tile_dependence: Optional[float] = None) -> Scored:
     obs = observed_point.observe(traces, cand.source, cand.point)
-    features = read_features(build, obs, pattern, spec.dtype)
+    features = read_features(build, obs, pattern, spec.dtype, tile_dependence)
     notes = (*obs.evidence, *(f"unsettled: {u}" for u in obs.unsettled))
     refused = observed_point.disagreement(cand.point, obs) if cand.point is not None else None
     if refused:

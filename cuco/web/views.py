@@ -136,12 +136,10 @@ def leaderboard_view(store: Store, run: str, q: BoardQuery, cache: RunCache, pol
 
 
 def rows_view(store: Store, run: str, q: BoardQuery, cache: RunCache) -> dict[str, Any]:
-    """What a live leaderboard polls: the page's rows, the total and the run's status."""
+    """What a live leaderboard polls: the page's rows, the total and the run's header (status,
+    best, candidates, spend, wall time)."""
     version = store.content_version()
-    info = need_run(store, run)
-    spec = cache.get(version, run, "spec", lambda: spec_of(info.spec_json))
+    header, spec = _run_header(store, run, cache, version)
     total, rows = _rows(store, run, q, spec, cache, version)
-    return {"view": "rows", "run": {"name": info.name, "status": info.status.value,
-                                    "running": info.status is RunStatus.RUNNING},
-            "total": total, "rows": rows}
+    return {"view": "rows", "run": header, "total": total, "rows": rows}
 

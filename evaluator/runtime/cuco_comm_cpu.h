@@ -14,4 +14,6 @@ static inline void cuco_pause_on(const char* what, long slot, unsigned long long
 }
 // Every comm operation reports to the emulator's trace (the observed design point).
 #define CUCO_EMU_TRACE(kind, bytes, slot) cuco_emu_trace((kind), (unsigned long long)(bytes), (long)(slot))
+// The GEMM tile's finished accumulators (the evaluator's probe perturbs them: evaluator/shim/trace.cpp).
+#define CUCO_EMU_TILE_RESULT(acc, n) cuco_emu_tile_result((acc), (n))
 #endif  // CUCO_COMM_CPU_H_

@@ -23,4 +23,5 @@ static __device__ __forceinline__ void cuco_pause_on(const char*, long, unsigned
 }
 // The CPU emulator's trace of comm operations: nothing on a GPU.
 #define CUCO_EMU_TRACE(kind, bytes, slot) ((void)0)
+#define CUCO_EMU_TILE_RESULT(acc, n) ((void)0)
 #endif  // CUCO_COMM_GPU_H_

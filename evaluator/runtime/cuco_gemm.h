@@ -138,6 +138,7 @@ static __device__ void cuco_gemm_tile(cuco_gemm_acc<Cfg>& acc, void* smem, const
                                       const cuco_t* B, int64_t ldb, int64_t cols, int64_t K) {
   cuco_gemm_detail::trace_tile<Cfg>(rows, cols, K);
   cuco_gemm_detail::mainloop<Cfg, B_LAYOUT, false>(acc, smem, A, lda, rows, B, ldb, cols, K);
+  CUCO_EMU_TILE_RESULT(&acc.v[0][0][0], Cfg::MI * Cfg::NI * 4);
 }
 
 // acc += As[0:BM, 0:K] * B[0:K, 0:cols] with A already in shared memory (attention's P V: write P
@@ -150,6 +151,7 @@ static __device__ void cuco_gemm_tile_smem_a(cuco_gemm_acc<Cfg>& acc, void* smem
                                              const cuco_t* B, int64_t ldb, int64_t cols, int K) {
   cuco_gemm_detail::trace_tile<Cfg>(Cfg::BM, cols, K);
   cuco_gemm_detail::mainloop<Cfg, B_LAYOUT, true>(acc, smem, As, lds, Cfg::BM, B, ldb, cols, K);
+  CUCO_EMU_TILE_RESULT(&acc.v[0][0][0], Cfg::MI * Cfg::NI * 4);
 }
 
 // ---------------------------------------------------------------- epilogues (per thread, no sync)

@@ -102,7 +102,11 @@ void harness_host(void* arg) {
   }
   harness_barrier(run, "harness barrier (exit)");
   check_contract(run, nullptr, run.m->iterations);  // peers' last writes are in by now
-  if (run.arena->trace) trace_summary(run.arena->trace, run.arena->trace_bytes - 1, run.m->iterations);
+  if (run.arena->trace) {
+    if (mprotect(run.arena->trace, run.arena->trace_bytes, PROT_READ | PROT_WRITE) != 0)
+      fail(5, "emu: cannot open rank %d's trace region", run.rank);
+    trace_summary(run.arena->trace, run.arena->trace_bytes - 1, run.m->iterations);
+  }
   run.arena->header->ranks[run.rank].done_ok = 1;
 }
 
@@ -118,6 +122,7 @@ void harness_host(void* arg) {
   for (int r = 0; r < m.world; ++r)
     if (r != rank && arena.ranks[r].symm.ptr) peers[npeers] = arena.ranks[r].symm.ptr, sizes[npeers++] = arena.ranks[r].symm.n;
   trace_set_peer_ranges(peers, sizes, npeers);
+  trace_set_perturb(m.perturb_tile);
   install_crash_handler(rank, arena.regions.data(), (int)arena.regions.size(), arena.page);
   start_runaway_watchdog(rank, m.runaway_seconds);
   set_num_sms(m.num_sms);

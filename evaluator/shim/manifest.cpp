@@ -45,6 +45,7 @@ bool parse_line(const std::string& key, std::istringstream& in, Manifest* m, std
   if (key == "workspace_bytes") return (bool)(in >> m->workspace_bytes);
   if (key == "runaway_seconds") return (bool)(in >> m->runaway_seconds) && m->runaway_seconds >= 1;
   if (key == "device_memory_bytes") return (bool)(in >> m->device_memory_bytes);
+  if (key == "perturb_tile") return (bool)(in >> m->perturb_tile) && m->perturb_tile >= 0 && m->perturb_tile <= 2;
   if (key == "stack_kib") return (bool)(in >> m->stack_kib) && m->stack_kib >= 16;
   if (key == "dims") {
     int k = 0;
@@ -241,7 +242,8 @@ bool Arena::map_private(int rank, const Manifest& m, int io_fd, std::string* err
       *err = "rank " + std::to_string(rank) + "'s trace region ends beyond the I/O file";
       return false;
     }
-    void* p = mmap(nullptr, t.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, io_fd, (off_t)t.offset);
+    // Inaccessible while the candidate runs: the harness opens it only to write the summary.
+    void* p = mmap(nullptr, t.bytes, PROT_NONE, MAP_SHARED, io_fd, (off_t)t.offset);
     if (p == MAP_FAILED) {
       *err = "cannot map rank " + std::to_string(rank) + "'s trace region";
       return false;

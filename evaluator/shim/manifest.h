@@ -29,6 +29,7 @@ struct Manifest {
   int64_t dims[CUCO_MAX_DIMS] = {};
   size_t symm_bytes = 0, workspace_bytes = 0, stack_kib = 64;
   size_t device_memory_bytes = size_t(256) << 20;  // per rank: cudaMalloc past it is refused (exit 7)
+  int perturb_tile = 0;  // 1, 2: every GEMM tile's accumulators get noise (the evaluator's dependence probe)
   std::vector<IoSlot> io;
   struct Trace {
     int rank;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <algorithm>
+#include <cmath>
 #include <unordered_set>
 #include "cuco_ctx.h"
 #include "emu_internal.h"
@@ -26,7 +27,7 @@ const char* const kNames[kKinds] = {"put_thread", "put_warp", "put_cta", "signal
 struct Totals {
   unsigned long long calls[kKinds] = {}, bytes[kKinds] = {}, max_bytes[kKinds] = {};
   unsigned long long launches = 0, side_launches = 0, fused_launches = 0, comm_launches = 0, mma_launches = 0;
-  unsigned long long max_comm_blocks = 0, max_mma_blocks = 0, max_issuers_per_warp = 0, max_issuing_warps = 0;
+  unsigned long long max_comm_blocks = 0, max_xfer_blocks = 0, max_mma_blocks = 0, max_issuers_per_warp = 0, max_issuing_warps = 0;
   unsigned long long side_copies = 0, side_colls = 0;
   std::unordered_set<long> wait_slots;
   int main_stream = 0;
@@ -83,10 +84,29 @@ void trace_launch_done(Launch* L, int stream_id) {
   if (L->mma_blocks) ++T.mma_launches;
   if (L->xfer_blocks && L->mma_blocks) ++T.fused_launches;  // moved data and ran tiles in one launch
   T.max_comm_blocks = std::max<unsigned long long>(T.max_comm_blocks, L->comm_blocks);
+  T.max_xfer_blocks = std::max<unsigned long long>(T.max_xfer_blocks, L->xfer_blocks);
   T.max_mma_blocks = std::max<unsigned long long>(T.max_mma_blocks, L->mma_blocks);
 }
 
 void trace_set_main_stream(int id) { T.main_stream = id; }
+
+// The dependence probe: in a run the evaluator marks (manifest `perturb_tile 1` or `2`), every
+// finished tile's accumulators get large, finite noise of varied size, positive in mode 1 (noise
+// from several ranks or tiles summed into one output cannot cancel) and of random sign in mode 2
+// (a normalisation cannot scale it away); the evaluator runs both. So every output that depends on a
+// tile's result changes, and outputs computed some other way (a scalar loop beside a decoy tile
+// whose result is dropped or multiplied by zero) do not. The evaluator credits tile FLOPs only
+// up to the share of the outputs that changed (evaluator/emulate.py).
+static int g_perturb = 0;
+static unsigned long long g_tile_results = 0;
+void trace_set_perturb(int mode) { g_perturb = mode; }
+
+static inline unsigned long long mix(unsigned long long x) {  // splitmix64's finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
 
 void trace_set_peer_ranges(const void* const* lo, const size_t* n, int count) {
   g_npeers = std::min(count, (int)CUCO_MAX_RANKS);
@@ -131,12 +151,29 @@ int trace_summary(char* buf, size_t cap, int calls) {
   put("mma_launches", T.mma_launches);
   put("fused_launches", T.fused_launches);
   put("max_comm_blocks", T.max_comm_blocks);
+  put("max_xfer_blocks", T.max_xfer_blocks);
   put("max_mma_blocks", T.max_mma_blocks);
   put("max_issuers_per_warp", T.max_issuers_per_warp);
   put("max_issuing_warps", T.max_issuing_warps);
   return (int)std::min(used, cap);
 }
 }  // namespace cuco_emu
+
+extern "C" void cuco_emu_tile_result(float* acc, int n) {
+  using namespace cuco_emu;
+  if (!g_perturb || acc == nullptr || n <= 0) return;
+  // Noise far above the values (4x the largest |accumulator| this thread holds), so what a
+  // normalisation or a softmax makes of a perturbed row is unrelated to the true one.
+  float scale = 0.f;
+  for (int i = 0; i < n; ++i) scale = std::max(scale, std::fabs(acc[i]));
+  scale = 4.f * (1.f + scale);
+  const unsigned long long call = ++g_tile_results;
+  for (int i = 0; i < n; ++i) {
+    const unsigned long long h = mix(call * 1315423911ull + (unsigned long long)i);
+    const float mag = scale * (0.5f + (float)(h >> 40) / (float)(1ull << 24));  // [0.5, 1.5) x scale
+    acc[i] += (g_perturb == 2 && (h & 1)) ? -mag : mag;
+  }
+}
 
 extern "C" void cuco_emu_trace(int kind, unsigned long long bytes, long slot) {
   using namespace cuco_emu;

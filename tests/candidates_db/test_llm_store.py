@@ -225,7 +225,7 @@ def test_a_version_1_database_upgrades_in_place(db_url):
                                                         patch_type="diff"), source="// v2"))
     engine = create_engine(_engine_url(db_url))
     with engine.connect() as conn:
-        assert conn.execute(text("SELECT version FROM schema_version")).scalars().all() == [SCHEMA_VERSION] == [2]
+        assert conn.execute(text("SELECT version FROM schema_version")).scalars().all() == [SCHEMA_VERSION] == [3]
     engine.dispose()
     with Store.open(db_url) as s:  # and opens again without another upgrade
         assert [c.candidate_id for c in s.llm_calls("old")] == ["cand00000001"]

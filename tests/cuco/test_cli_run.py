@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cuco.run_process import sigint_default, wait_for_evaluations
+
 ROOT = Path(__file__).resolve().parents[2]
 CUCO = str(Path(sys.executable).parent / "cuco")
 EXAMPLE = str(ROOT / "examples" / "allgather_gemm")
@@ -80,26 +82,13 @@ def test_render_prints_a_candidate_for_a_point(tmp_path):
 
 def test_an_interrupted_run_loses_nothing_and_resumes(tmp_path):
     import signal
-    import sqlite3
-    import time
 
     # A cache of its own: with the suite's warm cache the whole run can finish before the interrupt.
     env = {**os.environ, "CUCO_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.Popen([CUCO, "evolve", EXAMPLE, "--run-dir", "run", "--generations", "2", "--population", "3",
                              "--workers", "1"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    # (a suite started in the background inherits an ignored SIGINT, and Python then ignores ^C)
-    db = tmp_path / "run" / "cuco.db"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if db.exists():
-            try:
-                with sqlite3.connect(db) as con:
-                    if con.execute("select count(*) from evaluations").fetchone()[0] >= 1:
-                        break
-            except sqlite3.Error:
-                pass
-        time.sleep(0.2)
+                            env=env, preexec_fn=sigint_default)
+    wait_for_evaluations(tmp_path / "run" / "cuco.db", proc)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "run the same command again to resume" in err and "Traceback" not in err

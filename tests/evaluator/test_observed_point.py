@@ -75,3 +75,15 @@ def test_the_tile_share_is_read_per_mean_rank_and_on_the_busiest_rank():
     run = RunTrace(world=2, dims={"m": 64, "n": 64, "k": 64}, calls=2, ranks=(busy, idle))
     obs = observe([run], "", LSA_FUSED)
     assert obs.tile_flops_busiest == FUSED["mma.bytes"] / 2 and obs.tile_flops_per_rank == FUSED["mma.bytes"] / 4
+
+
+def test_more_ctas_moving_data_than_the_comm_ctas_claimed_is_refused_outside_a_fused_kernel():
+    seq = DesignPoint.parse_key("lsa/sequential/global_barrier/cta/16K/1")
+    moved = {**FUSED, "fused_launches": 0, "launches": 4, "wait.calls": 0, "barrier.calls": 2, "max_xfer_blocks": 4}
+    obs = observe([trace(**moved)], "#define COMM_CTAS 1\n", seq)
+    assert any(c.startswith("comm_ctas: 4 CTAs moved data") for c in obs.contradictions), obs.contradictions
+    honest = observe([trace(**moved)], "#define COMM_CTAS 4\n", seq.model_copy(update={"comm_ctas": 4}))
+    assert not any(c.startswith("comm_ctas") for c in honest.contradictions)
+    # in a fused kernel compute CTAs may move their own results: no claim to check there
+    assert not any(c.startswith("comm_ctas") for c in observe([trace(**{**FUSED, "max_xfer_blocks": 4})], "",
+                                                                    LSA_FUSED).contradictions)

@@ -277,3 +277,25 @@ def test_hidden_files_read_as_empty_inside_and_stay_intact_outside(tmp_path, iso
     assert hidden.returncode == 0 and hidden.stdout.strip() == "b''", hidden.output
     assert "the expected output" in shown.stdout
     assert answer.read_bytes() == b"the expected output"
+
+
+def test_a_stage_dies_with_the_process_that_started_it(tmp_path, isolation):
+    # a killed evaluator (SIGKILL: no cleanup code runs) must not leave its stages running
+    _need(isolation, "pid_namespace")
+    marker = f"sleep {400 + os.getpid() % 1000 / 1000:.3f}"
+    script = (f"import sys; sys.path.insert(0, {str(Path(sandbox.__file__).parents[1])!r})\n"
+              "from pathlib import Path\nfrom evaluator import sandbox\n"
+              f"sandbox.run({marker.split()!r}, workdir=Path({str(tmp_path / 'w')!r}), "
+              "limits=sandbox.Limits(wall_s=600))\n")
+    import subprocess
+    parent = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.monotonic() + 30
+    while marker not in os.popen("ps -eo args").read() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert marker in os.popen("ps -eo args").read()
+    parent.kill()
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while marker in os.popen("ps -eo args").read() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert marker not in os.popen("ps -eo args").read()

@@ -1,6 +1,8 @@
 """Scores follow the code: the score stage credits the design the code was observed to implement,
 with the compute rate its code features earn. A declared point the code contradicts is refused; a
-kernel that drops the tensor-core tile for a scalar loop scores lower than the honest render."""
+kernel that drops the tensor-core tile for a scalar loop scores lower than the honest render, and so
+does one that keeps a decoy tile call beside its scalar loop (the dependence probe finds that no
+output depends on the tile's result)."""
 
 import pytest
 
@@ -25,6 +27,23 @@ SCALAR_TILE = """static __device__ void gemm_tile(const cuco_ctx& c, const Probl
   __syncthreads();
 }
 """
+
+
+# The scalar loop computes C; the tile runs on the same operands, its result dropped ("dropped") or
+# added to C times zero ("times_zero"), so the trace counts every FLOP through the tile.
+DECOY_TILE = {
+    "dropped": "",
+    "times_zero": """  cuco_gemm_for_each(acc, rows, cols, [&](int r, int cc, float v) {
+    C[r * p.Nl + cc] = cuco_from_float<cuco_t>(cuco_to_float(C[r * p.Nl + cc]) + 0.f * v);
+  });
+""",
+}
+
+
+def _decoy(source: str, use: str) -> str:
+    tile = ("  cuco_gemm_acc<Cfg> acc;\n  acc.zero();\n"
+            "  cuco_gemm_tile<Cfg>(acc, smem, A, p.K, rows, B, p.Nl, cols, p.K);\n" + DECOY_TILE[use])
+    return _scalar(source).replace("  __syncthreads();\n}\n", "  __syncthreads();\n" + tile + "}\n", 1)
 
 
 def _render(key: str) -> str:
@@ -79,4 +98,15 @@ def test_a_scalar_rewrite_of_the_gemm_scores_below_the_tile(example_evaluator, h
     result = _evaluate(example_evaluator, _scalar(_render(HONEST)), HONEST)
     assert result.status is Status.OK, result.reason + "\n" + result.logs
     assert result.features is not None and not result.features.tensor_core
+    assert result.speedup < honest.speedup / 5, (result.speedup, honest.speedup)
+
+
+@pytest.mark.parametrize("use", sorted(DECOY_TILE))
+def test_a_decoy_tile_beside_a_scalar_loop_earns_no_tensor_core_credit(example_evaluator, honest, use):
+    result = _evaluate(example_evaluator, _decoy(_render(HONEST), use), HONEST)
+    assert result.status is Status.OK, result.reason + "\n" + result.logs
+    features = result.features
+    assert features is not None and features.tile_output_dependence is not None
+    assert features.tile_output_dependence < 0.05 and features.tensor_core_flop_share < 0.05, features
+    assert honest.features.tile_output_dependence > 0.99
     assert result.speedup < honest.speedup / 5, (result.speedup, honest.speedup)

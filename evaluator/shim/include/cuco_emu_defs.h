@@ -36,6 +36,8 @@ enum cuco_emu_trace_kind {
   CUCO_EMU_TR_MM_STORE, CUCO_EMU_TR_COLL, CUCO_EMU_TR_MMA, CUCO_EMU_TR_PEER, CUCO_EMU_TR_CE_COPY, CUCO_EMU_TR_KINDS
 };
 extern "C" void cuco_emu_trace(int kind, unsigned long long bytes, long slot);
+// The GEMM tile hands each thread's accumulators here when it finishes (the dependence probe).
+extern "C" void cuco_emu_tile_result(float* acc, int n);
 
 #define CUCO_EMU_VEC(T, N, A1, A2, A3, A4)                         \
   struct __attribute__((aligned(A1))) N##1 { T x; };               \

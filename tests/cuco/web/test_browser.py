@@ -355,5 +355,8 @@ def test_live_run_gains_rows_without_reload(watched, site):
     assert page.evaluate("() => window.__e2eSameDocument === true"), "the page reloaded instead of updating"
     page.wait_for_function("n => (document.querySelector('#total').textContent.match(/\\d+/) || [])[0] == n",
                            arg=len(want), timeout=LIVE_WAIT_MS)
+    # the header's candidate count follows without a reload too
+    page.wait_for_function("n => document.querySelector('#run-candidates').textContent.trim() == String(n)",
+                           arg=len(want), timeout=LIVE_WAIT_MS)
     watched.shot("09-live-after")
     watched.assert_clean()

@@ -292,6 +292,13 @@ def test_a_running_runs_rows_poll_and_pick_up_new_candidates(db_url):
         assert got[:3] == list(reversed(added)) and len(got) == 4 + 3
         assert partial.one(id="total").attrs["hx-swap-oob"] == "true" and partial.one(id="total").text() == "7"
         assert api(client, f"/runs/{RUN}/rows?status=ok")["total"] == 7
+        # the header's figures follow too: the new best and the new candidate count
+        figures = partial.one(id="run-figures")
+        assert figures.attrs["hx-swap-oob"] == "true"
+        best = figures.one("a", id="best-link")
+        assert best.text().startswith("5") and best.attrs["href"].rsplit("/", 1)[-1] in added
+        before = int(root.one(id="run-candidates").text())
+        assert int(figures.one(id="run-candidates").text()) == before + 3
 
 
 def test_a_finished_run_does_not_poll(site):
