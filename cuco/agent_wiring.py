@@ -30,7 +30,8 @@ class LLMSettings:
     share: float = 0.75  # of each generation's new candidates, after generation 0
     fast_path: bool = True
     fast_path_iterations: int = 4
-    timeout_s: float = 120.0
+    timeout_s: Optional[float] = None  # None: each provider's default (local servers 900 s, cloud APIs 120 s)
+    context_tokens: Optional[int] = None  # --llm-context: the window of servers that cannot tell theirs
     max_retries: int = 4
     backoff_s: float = 1.0
     prices: Optional[Path] = None  # JSON price table overriding the built-in one
@@ -97,6 +98,7 @@ class AgentWiring:
         prices = load_prices(self.settings.prices)
         self.clients = [create_llm(n, recorder=self.record, budget=self.budget, prices=prices,
                                    timeout_s=self.settings.timeout_s, max_retries=self.settings.max_retries,
+                                   context_tokens=self.settings.context_tokens,
                                    backoff_s=self.settings.backoff_s) for n in self.settings.names]
         self._refuse_unpriced()
         self.llm_proposer = LLMProposer(self.clients, seed=self.seed)

@@ -4,6 +4,8 @@ Every ``CucoError`` becomes one line on stderr (``error: ... -- fix: ...``), nev
 from __future__ import annotations
 
 import functools
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -18,6 +20,7 @@ def _guarded(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         from design_space.errors import CucoError
+        _arm_interrupts()
         try:
             return fn(*args, **kwargs)
         except CucoError as e:
@@ -29,15 +32,30 @@ def _guarded(fn):
     return wrapper
 
 
+def _second_interrupt(*_) -> None:
+    os._exit(130)
+
+
+def _first_interrupt(*_) -> None:
+    # swapped before Python sees the first: a second Ctrl-C, wherever it lands, leaves at once
+    signal.signal(signal.SIGINT, _second_interrupt)
+    raise KeyboardInterrupt
+
+
+def _arm_interrupts() -> None:
+    """Ctrl-C once: a clean stop (KeyboardInterrupt); twice: out at once, no traceback. Only where
+    Ctrl-C is Python's default (a shell's background job ignores it; tests may install their own)."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _first_interrupt)
+
+
 def _exit_interrupted() -> None:
     """After Ctrl-C: stop the sandboxed stages still running and wait briefly for their threads,
     so the interpreter's exit has nothing left to join. A second Ctrl-C leaves at once, quietly."""
-    import os
-    import signal
     import threading
     import time
 
-    signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+    signal.signal(signal.SIGINT, _second_interrupt)
     typer.echo("interrupted: run the same command again to resume", err=True)
     if "evaluator.sandbox" in sys.modules:
         sys.modules["evaluator.sandbox"].stop_all()
@@ -45,10 +63,11 @@ def _exit_interrupted() -> None:
     for t in threading.enumerate():
         if t is not threading.main_thread() and not t.daemon:
             t.join(max(0.0, deadline - time.monotonic()))
-    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
-        sys.stderr.flush()
-        os._exit(130)  # a thread that will not end must not make the exit hang or print a traceback
-    raise typer.Exit(130)
+    # Leave without the interpreter's finalisation: it joins threads (one may not end) and resets
+    # Ctrl-C to the default, so a second Ctrl-C there would kill the process with a signal.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
 
 
 def _console(wide: bool = False):
@@ -64,7 +83,10 @@ _WIDE_HELP = "show every column at its natural width (default: tables fit 100 co
 @app.command()
 @_guarded
 def evolve(
+    ctx: typer.Context,
     spec: Path = typer.Argument(..., help="spec folder (with spec.py) or spec .py file"),
+    config: Optional[Path] = typer.Option(None, help="a TOML run config (keys: these options' long names); "
+                                                     "options given here override it"),
     run_dir: Optional[Path] = typer.Option(None, help="where the run lives (default: runs/<spec name>)"),
     run_name: Optional[str] = typer.Option(None, help="run name inside the database (default: the spec name)"),
     db: Optional[str] = typer.Option(None, help="database URL (default: SQLite file <run-dir>/cuco.db)"),
@@ -86,15 +108,41 @@ def evolve(
     llm_budget: Optional[float] = typer.Option(None, help="dollars the run may spend on LLM calls (across resumes)"),
     llm_share: float = typer.Option(0.75, help="share of each later generation proposed by the LLMs"),
     fast_path: bool = typer.Option(True, help="with --llm: the fast-path agent writes generation 0"),
+    llm_timeout: Optional[float] = typer.Option(None, help="seconds one LLM call may take (default: 900 for "
+                                                           "openai-compatible local servers, 120 for cloud APIs)"),
+    llm_context: Optional[int] = typer.Option(None, help="the model's context window in tokens, for servers that "
+                                                         "do not publish it (llama.cpp, vLLM and Ollama do)"),
+    launcher: str = typer.Option("local", help="where evaluations run: local (a pool in this process), ray "
+                                               "(extra `ray`), slurm (extra `slurm`, submitit)"),
+    launcher_address: Optional[str] = typer.Option(None, help="ray: the cluster's address (default: start a local "
+                                                              "one); slurm: `local` runs jobs on this machine"),
+    gpus: str = typer.Option("", help="local launcher: GPU ids evaluations may take, e.g. 0-7 (each gets a "
+                                      "disjoint set)"),
     wide: bool = typer.Option(False, "--wide", help=_WIDE_HELP),
 ) -> None:
     """Search the design space for SPEC (resumes when the run already exists)."""
     from cuco.agent_wiring import LLMSettings
     from cuco.evolve_command import run_evolve
-    run_evolve(spec, run_dir=run_dir, run_name=run_name, db=db, generations=generations, population=population,
-               workers=workers, seed=seed, points=point, max_wall=max_wall, top=top, json_out=json_out,
-               keep_work=keep_work, console=_console(wide), gpu=gpu,
-               llm=LLMSettings(names=tuple(llm), budget_usd=llm_budget, share=llm_share, fast_path=fast_path))
+    v = dict(ctx.params)
+    if config is not None:
+        from cuco.run_config import merged
+        # (typer may bring its own click: compare the source's name, not the enum)
+        given = {k: getattr(ctx.get_parameter_source(k), "name", "") == "COMMANDLINE" for k in v}
+        v = merged(v, given, config)
+    code = run_evolve(spec, run_dir=_path(v["run_dir"]), run_name=v["run_name"], db=v["db"],
+                      generations=v["generations"], population=v["population"], workers=v["workers"], seed=v["seed"],
+                      points=v["point"], max_wall=v["max_wall"], top=top, json_out=json_out, keep_work=v["keep_work"],
+                      console=_console(wide), gpu=v["gpu"], launcher=v["launcher"],
+                      launcher_address=v["launcher_address"], gpus=v["gpus"], config_file=config,
+                      llm=LLMSettings(names=tuple(v["llm"]), budget_usd=v["llm_budget"], share=v["llm_share"],
+                                      fast_path=v["fast_path"], timeout_s=v["llm_timeout"],
+                                      context_tokens=v["llm_context"]))
+    if code:
+        raise typer.Exit(code)
+
+
+def _path(value):
+    return Path(value) if value is not None else None
 
 
 @app.command()

@@ -4,11 +4,13 @@ can raise it without breaking the star dependency rule), plus how the CLI prints
 from __future__ import annotations
 
 from design_space.errors import (
-    BudgetExhausted, ConfigError, CucoError, DesignPointError, InfrastructureError, LLMError, ProposerError, SpecError,
+    BudgetExhausted, ConfigError, CucoError, DesignPointError, InfrastructureError, LLMError, PromptTooLong, ProposerError,
+    SpecError,
     StoreError, ToolchainError,
 )
 
 __all__ = ["BudgetExhausted", "ConfigError", "CucoError", "DesignPointError", "InfrastructureError", "LLMError",
+           "PromptTooLong",
            "ProposerError", "SpecError", "StoreError", "ToolchainError", "one_line"]
 
 

@@ -63,13 +63,18 @@ class _Progress:
 def run_evolve(spec_path: Path, *, run_dir: Optional[Path], run_name: Optional[str], db: Optional[str],
                generations: int, population: int, workers: Optional[int], seed: int, points: Sequence[str],
                max_wall: Optional[float], top: int, json_out: bool, keep_work: bool, console,
-               gpu: str = "auto", llm: Optional[LLMSettings] = None) -> None:
+               gpu: str = "auto", llm: Optional[LLMSettings] = None, launcher: str = "local",
+               launcher_address: Optional[str] = None, gpus: str = "", config_file: Optional[Path] = None) -> int:
+    """Run the search and print its leaderboard; the exit status: 0, or 1 when candidates were
+    evaluated and none is correct (the most common reason is said)."""
     spec = load_spec(spec_path)
     seed_points = tuple(DesignPoint.parse_key(p) for p in points)
     options = EvolveOptions(run_dir=run_dir or Path("runs") / spec.name, run_name=run_name, db_url=db,
                             generations=generations, population=population,
                             workers=workers or max(1, os.cpu_count() or 1), seed=seed, max_wall_s=max_wall,
-                            keep_work=keep_work, seed_points=seed_points, gpu=gpu, llm=llm or LLMSettings())
+                            keep_work=keep_work, seed_points=seed_points, gpu=gpu, llm=llm or LLMSettings(),
+                            launcher=launcher, launcher_address=launcher_address, gpus=gpus,
+                            config_file=str(config_file) if config_file else None)
     if not json_out:
         console.print(line(("cuco evolve", "bold"), f" {spec.name} ({spec.pattern}) on {spec.hardware}, world "
                            f"{spec.target_world} -> {options.run_dir}"))
@@ -83,11 +88,14 @@ def run_evolve(spec_path: Path, *, run_dir: Optional[Path], run_name: Optional[s
         progress.stop()
     from candidates_db import Store
     with Store.open(summary.database) as store:
-        rows = leaderboard_rows(store.leaderboard(summary.run.name, limit=top), spec)
+        board = store.leaderboard(summary.run.name)
+        rows = leaderboard_rows(board[:top], spec)
+    failed = _all_failed(board)
     if json_out:
         print(to_json({"run": summary.run.name, "status": summary.run.status.value, "note": summary.run.note,
-                       "database": summary.database, "status_counts": summary.status_counts, "leaderboard": rows}))
-        return
+                       "database": summary.database, "status_counts": summary.status_counts, "leaderboard": rows,
+                       **({"all_failed": failed} if failed else {})}))
+        return 1 if failed else 0
     console.print(leaderboard_table(rows, f"leaderboard: {summary.run.name} ({summary.run.status.value})",
                                     wide=is_wide(console)))
     counts = ", ".join(f"{k} {v}" for k, v in sorted(summary.status_counts.items()) if v)
@@ -99,3 +107,22 @@ def run_evolve(spec_path: Path, *, run_dir: Optional[Path], run_name: Optional[s
                             f"baseline ({ev.timing_source.value if ev.timing_source else 'untimed'})"))
         console.print(shown(f"details: cuco show {best.id} --run {options.run_dir}"))
         console.print(shown(f"its source: cuco show {best.id} --run {options.run_dir} --source > {best.id}.cu"))
+    if failed:
+        import sys
+        from cuco.shown_text import visible
+        print(visible(f"error: {failed} -- fix: look at one with `cuco show ID --run {options.run_dir}`; a reference "
+                      "or spec problem fails every candidate alike"), file=sys.stderr)
+        return 1
+    return 0
+
+
+def _all_failed(board) -> str:
+    """When candidates were evaluated and none is ok: how many, and their most common reason ('' otherwise)."""
+    from collections import Counter
+
+    done = [ev for _, ev in board if ev is not None]
+    if not done or any(ev.status is Status.OK for ev in done):
+        return ""
+    reasons = Counter(f"{ev.status.value}: {ev.reason.split(' (', 1)[0][:160]}" for ev in done)
+    reason, n = reasons.most_common(1)[0]
+    return f"all {len(done)} evaluated candidates failed; the most common reason ({n} of them): {reason}"

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from cuco import init_workload
 from cuco.init_templates import EXAMPLES, TODO_REFERENCE, TODO_SHAPES, readme_text, skeleton_reference, spec_text
 from kernels.seed_analysis import analyse_seed, choose_pattern, function_arity, reference_calls
 from cuco.spec_loader import load_spec
@@ -47,15 +48,26 @@ def run_init(*, out: Path, from_reference: Optional[Path], from_seed: Optional[P
 
 def init_from_reference(path: Path, out: Path, *, reference: str = "reference", inputs: str = "make_inputs",
                         pattern: Optional[str] = None, name: Optional[str] = None, force: bool = False) -> InitResult:
+    """A spec folder from a torch reference. The family is the one whose canonical reference gives
+    the same outputs on the reference's own inputs (cuco/semantic_check.py), never a guess from
+    names; when none does, the error says why and nothing is written."""
     source = _read(path, "--from-reference")
     try:
         arity = function_arity(source)
+        form = init_workload.form_of(source, reference, inputs, arity)
     except SyntaxError as e:
         raise SpecError(f"{path} is not valid Python: {e.msg} (line {e.lineno})", "fix the file so it parses") from None
+    if form in init_workload.WORKLOAD_FORMS:
+        return _init_workload(path, out, form, reference, inputs, pattern, name, force)
     for role, func in (("reference", reference), ("inputs", inputs)):
         _check_function(path, arity, role, func)
     chosen, why = choose_pattern(reference_calls(source, reference), source,
                                  f"{path.name}:{reference}", pattern)
+    base = init_workload.example_spec(chosen)
+    if base is not None:  # a native reference is checked against the family it names, on its own inputs
+        verdict = init_workload.verdict_or_error(path, reference=reference, inputs=inputs, pattern=chosen,
+                                                 native_dims=dict(base.emulation_shapes[0].dims))
+        why = f"{why}; {init_workload.how_it_matched(verdict)}"
     spec_name = _spec_name(name, path)
     _check_out(out, force)
     todo_shapes = _write_spec(out, spec_name, chosen, origin=path.name, reference=f"reference:{reference}",
@@ -66,6 +78,22 @@ def init_from_reference(path: Path, out: Path, *, reference: str = "reference", 
     (out / "README.md").write_text(readme_text(name=spec_name, pattern=get_pattern(chosen), origin=path.name,
                                                why=why, out=out, todo=todo, seed_kernel=None, analysis=[]))
     return InitResult(out, _load(out), chosen, why, ("spec.py", "reference.py", "README.md"), tuple(todo))
+
+
+def _init_workload(path: Path, out: Path, form: str, reference: str, inputs: str, pattern: Optional[str],
+                   name: Optional[str], force: bool) -> InitResult:
+    named = (reference, inputs) if form == "function" else (None, None)
+    verdict = init_workload.verdict_or_error(path, reference=named[0], inputs=named[1], pattern=pattern)
+    spec_name = _spec_name(name, path)
+    _check_out(out, force)
+    files = init_workload.write_workload_spec(out, name=spec_name, path=path, verdict=verdict, reference=named[0],
+                                              inputs=named[1])
+    chosen, why = verdict.match.family, init_workload.how_it_matched(verdict)
+    todo = [f"reference.py imports {m}, which sits beside {path.name}: copy it into {out} too"
+            for m in _local_imports(path)]
+    (out / "README.md").write_text(readme_text(name=spec_name, pattern=get_pattern(chosen), origin=path.name,
+                                               why=why, out=out, todo=todo, seed_kernel=None, analysis=[]))
+    return InitResult(out, _load(out), chosen, why, (*files, "README.md"), tuple(todo))
 
 
 def init_from_seed(path: Path, out: Path, *, pattern: Optional[str] = None, name: Optional[str] = None,

@@ -12,7 +12,7 @@ import hashlib
 import os
 import secrets
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,7 +29,8 @@ from evaluator.cascade import Evaluator, EvaluatorConfig
 from evaluator.emulate import EmulationSettings
 from cuco.agent_wiring import AgentWiring, LLMSettings, configured_names
 from cuco.run_folder import prepare_run_folder
-from evaluator import sandbox
+from cuco.semantic_gate import require_semantics
+from evaluator import launchers, sandbox
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,10 @@ class EvolveOptions:
     cache_dir: Optional[Path] = None  # builds, emulator runtime, reference data (content-keyed, shareable)
     emulation_timeout_s: float = 60.0  # per emulator run; a hang ends as `timeout`
     gpu: str = "auto"  # GPU stages: "auto" (when a GPU is present), "off", "require"
+    launcher: str = "local"  # where evaluations run: local | ray | slurm (evaluator/launchers.py)
+    launcher_address: Optional[str] = None  # ray: a cluster's address; slurm: "local" runs submitit locally
+    gpus: str = ""  # local: the GPU ids evaluations may take (e.g. "0-7"), each a disjoint set
+    config_file: Optional[str] = None  # the TOML run config the options came from (recorded with the run)
     llm: LLMSettings = field(default_factory=LLMSettings)  # no names: template proposer only
 
     def check(self) -> None:
@@ -76,8 +81,12 @@ class Event:
     total: int = 0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class RunSummary:
+    """What ``cuco.evolve`` returns: the run as stored, where, what this call evaluated, the best
+    correct candidate (``best``: (Candidate, Evaluation) or None) and the count per status.
+    ``str()`` / ``repr()`` are a short report; ``best[0].source`` is the kernel's CUDA."""
+
     run: RunInfo
     database: str
     evaluated_now: int
@@ -90,9 +99,31 @@ class RunSummary:
     # (the part of propose spent in evaluator calls for the agents: fast-path checks, repairs)
     seconds: dict[str, float] = field(default_factory=dict)
 
+    def __str__(self) -> str:
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(self.status_counts.items()) if v) or "nothing stored"
+        lines = [f"run {self.run.name!r} ({self.run.status.value}{', resumed' if self.resumed else ''}): "
+                 f"{self.evaluated_now} evaluated now in {self.wall_s:.0f} s; stored: {counts}",
+                 f"database: {self.database}"]
+        if self.best is not None:
+            cand, ev = self.best
+            point = cand.point.key() if cand.point else "(no declared point)"
+            source = ev.timing_source.value if ev.timing_source else "untimed"
+            lines.append(f"best: {cand.id} {point}: {ev.speedup or 0:.3f}x geomean speedup over the host-driven "
+                         f"baseline, SOL {ev.sol_fraction or 0:.2f} ({source})")
+        else:
+            lines.append("best: none correct yet")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        best = f"{self.best[0].id} {self.best[1].speedup or 0:.3f}x" if self.best else None
+        return (f"RunSummary(run={self.run.name!r}, status={self.run.status.value!r}, evaluated_now={self.evaluated_now}, "
+                f"best={best!r}, database={self.database!r})")
+
 
 def spec_hash(spec: KernelSpec) -> str:
-    return hashlib.sha256(spec.model_dump_json().encode()).hexdigest()[:16]
+    # a field added later is left out while it holds its default, so older runs still resume
+    unset = {"output_tolerances"} if not spec.output_tolerances else set()
+    return hashlib.sha256(spec.model_dump_json(exclude=unset).encode()).hexdigest()[:16]
 
 
 def default_cache_dir() -> Path:
@@ -123,10 +154,33 @@ class _Loop:
         # A misconfigured LLM (missing key, unpriced model under a budget) or an unwritable or
         # full run folder fails here, before anything is created.
         self.agents = self._agents()
+        # no candidate is spent on a reference that does not compute its family (checked once per content)
+        require_semantics(spec, options.cache_dir or default_cache_dir())
         prepare_run_folder(Path(options.run_dir))
         self.store = Store.open(database_for(options))
         if self.agents is not None:
             self.agents.attach(self.store)
+        try:
+            self.launcher = self._launcher()
+        except BaseException:
+            self.store.close()
+            raise
+
+    def _launcher(self):
+        o = self.options
+        if o.launcher == "local":
+            return launchers.LocalLauncher(o.workers, launchers.parse_gpus(o.gpus))
+        if o.launcher == "ray":
+            return launchers.RayLauncher(address=o.launcher_address)
+        if o.launcher == "slurm":
+            return launchers.SlurmLauncher(Path(o.run_dir) / "slurm", slots=o.workers, cluster=o.launcher_address)
+        raise ConfigError(f"unknown launcher {o.launcher!r}", f"pass --launcher {' or '.join(launchers.LAUNCHERS)}")
+
+    def _gpus_per_job(self) -> int:
+        plan = self.evaluator.gpu
+        if plan is None or not self.options.gpus:
+            return 0
+        return 1 if plan.mode == "virtual" else max(plan.worlds)
 
     def _agents(self) -> Optional[AgentWiring]:
         llm = self.options.llm
@@ -143,6 +197,8 @@ class _Loop:
         config = {"generations": self.options.generations, "population": self.options.population,
                   "seed": self.options.seed, "proposer": self.options.proposer,
                   "llm": list(self.agents.settings.names) if self.agents else [],
+                  "workers": self.options.workers, "launcher": self.options.launcher,
+                  "max_wall_s": self.options.max_wall_s, "config_file": self.options.config_file,
                   # draws the emulation shapes: secret (only the database holds it), so no candidate
                   # can be written for the shapes it will meet; kept for the run's lifetime
                   "shape_seed": (existing.config.get("shape_seed") if existing else None) or secrets.randbits(62)}
@@ -240,21 +296,26 @@ class _Loop:
             proposed = self.agents.propose(request, self.proposer)
         self.store.add_candidates(self.name, list(proposed))  # one transaction: a kill leaves all or none
 
+    def _submit(self, cand: Candidate, parent: Optional[str]) -> Future:
+        job = launchers.job_for(self.evaluator, cand, parent, self._deadline(), self._gpus_per_job())
+        local = (lambda: self.evaluator.evaluate(cand, parent, self._deadline())) \
+            if self.options.launcher == "local" else None
+        return self.launcher.submit(job, local)
+
     def _evaluate_all(self, pending: list[Candidate]) -> bool:
         """Evaluate in parallel, storing each result as it lands; False if stopped by --max-wall."""
-        pool = ThreadPoolExecutor(max_workers=self.options.workers)
         futures: dict[Future, Candidate] = {}
         queue = list(pending)
         parents = self._parent_sources(pending)
         try:
             while queue or futures:
-                while queue and len(futures) < self.options.workers and not self._deadline_passed():
+                while queue and len(futures) < self.launcher.slots and not self._deadline_passed():
                     cand = queue.pop(0)
                     parent = parents.get(cand.parent_ids[0]) if cand.parent_ids else None
                     if cand.parent_ids and parent is None:
                         self._record(cand, self._orphaned(cand))
                         continue
-                    futures[pool.submit(self.evaluator.evaluate, cand, parent, self._deadline())] = cand
+                    futures[self._submit(cand, parent)] = cand
                 if not futures:
                     return not queue  # work left means the deadline stopped it
                 done, _ = wait(futures, return_when=FIRST_COMPLETED)
@@ -267,7 +328,8 @@ class _Loop:
             # not stored is evaluated again on resume.
             if futures:
                 sandbox.stop_all()
-            pool.shutdown(wait=not futures, cancel_futures=True)
+                for fut in futures:
+                    fut.cancel()
 
     def _parent_sources(self, pending: list[Candidate]) -> dict[str, str]:
         """The sources of the first parents of ``pending`` (by id) that this run holds: the guard
@@ -291,6 +353,7 @@ class _Loop:
                         generation=cand.generation))
 
     def close(self) -> None:
+        self.launcher.close(wait=False)
         self.store.close()
 
 

@@ -54,7 +54,7 @@ class Candidate(BaseModel):
     generation: int = 0
     island: int = 0
     origin: Origin
-    source: str
+    source: str = Field(repr=False)  # kilobytes of CUDA: printed by `cuco show --source`, not by repr()
     point: Optional[DesignPoint] = None  # the point the code declares it implements
 
     @field_validator("source")

@@ -54,6 +54,16 @@ class LLMError(ProposerError):
     with the other proposers; only a misconfiguration at start-up stops it."""
 
 
+class PromptTooLong(LLMError):
+    """A prompt does not fit the model's context window with room for a useful reply.
+    ``fits_chars``: how many prompt characters would fit (None: unknown). The caller may shrink its
+    prompt to that and ask once more."""
+
+    def __init__(self, problem: str, fix: str = "", fits_chars: "int | None" = None) -> None:
+        self.fits_chars = fits_chars
+        super().__init__(problem, fix)
+
+
 class BudgetExhausted(CucoError):
     """The run's LLM budget (dollars) is spent: no new LLM proposals; the run stops cleanly and
     resumes with a larger budget."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Optional
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from design_space.code_features import CodeFeatures
 
@@ -148,13 +148,13 @@ class Evaluation(BaseModel):
     status: Status
     stage: Stage  # the last stage reached
     reason: str = ""  # one line: why this status
-    build: Optional[BuildStats] = None
-    checks: tuple[RankCheck, ...] = ()
+    build: Optional[BuildStats] = Field(default=None, repr=False)
+    checks: tuple[RankCheck, ...] = Field(default=(), repr=False)  # every rank, shape and call
     timings: tuple[Timing, ...] = ()
     flags: tuple[str, ...] = ()
-    stage_seconds: dict[str, float] = {}
-    logs: str = ""
-    provenance: Provenance = Provenance()
+    stage_seconds: dict[str, float] = Field(default_factory=dict, repr=False)
+    logs: str = Field(default="", repr=False)
+    provenance: Provenance = Field(default_factory=Provenance, repr=False)
     # What the code was observed to do (emulator trace + build): the point it implements, the
     # code features the score used, and the evidence (evaluator/observed_point.py).
     observed_point: Optional[str] = None

@@ -57,6 +57,30 @@ class ShapeCase(BaseModel):
 
 
 class KernelSpec(BaseModel):
+    """What a user asks cuco to build (frozen; unknown fields are refused).
+
+    - ``name``: the run's default name (letters, digits, ``_``, ``-``).
+    - ``pattern``: the workload family (``design_space.pattern_names()``), which fixes the inputs'
+      and outputs' names and order (``get_pattern(name).inputs`` / ``.outputs``) and its dims.
+    - ``shapes``: the sweep the model scores (global dims per ``ShapeCase``); ``primary_shape``
+      the headline one (default: the last).
+    - ``emulation_shapes``: tiny shapes the CPU emulator runs (a few dozen per dim), at
+      ``emulation_world_sizes`` ranks; ``world_sizes``: what is scored (the largest is the target).
+    - ``dtypes``: candidates are built and emulated in the first.
+    - ``reference`` / ``inputs``: ``"module:function"`` found on ``search_path`` (a spec folder
+      adds its own): ``reference(inputs: dict, dims: dict, group) -> dict`` with torch +
+      torch.distributed (it runs on gloo), and ``make_inputs(dims, rank, world, dtype, gen) ->
+      dict`` building one rank's inputs. `cuco init --from-reference` writes both for a workload in
+      other forms (KernelBench ``Model``/``get_inputs``, ``solution(*inputs)``, a plain function).
+    - ``tolerances``: per dtype, an output element passes when ``|out - ref| <= atol + rtol * |ref|``;
+      each output's own allowance may be larger where its arithmetic needs it (a calibration
+      against a float64 run of the reference, and the rounding of a reduction's partials:
+      evaluator/tolerance.py); ``output_tolerances`` (by output name) is used exactly as given.
+    - ``hardware``: the profile the model scores for (``cuco space --hardware`` lists them).
+    - ``seed_kernel``: a host-driven ``.cu`` the fast path starts from; ``restrictions``: dimension
+      values the search keeps to (e.g. ``{"backend": ("lsa",)}``).
+    """
+
     model_config = _FROZEN
 
     name: str = Field(pattern=r"^[A-Za-z_][\w-]*$")
@@ -72,6 +96,8 @@ class KernelSpec(BaseModel):
     inputs: str  # "module:function" building one rank's inputs
     search_path: tuple[str, ...] = ()  # folders put on sys.path to import reference/inputs
     tolerances: dict[DType, Tolerance] = Field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
+    # by output name: used as given, instead of the dtype's tolerance and its calibration
+    output_tolerances: dict[str, Tolerance] = Field(default_factory=dict)
     hardware: str = "H100"
     seed_kernel: Optional[str] = None  # host-driven .cu for the fast path
     restrictions: dict[str, tuple[str, ...]] = Field(default_factory=dict)

@@ -25,6 +25,7 @@ from design_space.patterns import Pattern
 from design_space.spec import KernelSpec
 from evaluator import emulator_io, sandbox, shim_build
 from evaluator.reference import ReferenceCase
+from evaluator.tolerance import output_tolerance
 
 EXIT_CRASH, EXIT_DEADLOCK, EXIT_RUN_ERROR, EXIT_HARNESS, EXIT_NOT_EMULATABLE = 2, 3, 4, 5, 6
 EXIT_MEMORY, EXIT_CONTRACT = 7, 8  # a red zone written / allocations over budget; a stream never joined
@@ -155,13 +156,22 @@ def _first(text: str, needle: str) -> str:
     return next((ln.strip() for ln in text.splitlines() if needle in ln), "")
 
 
-def _check_outputs(group: Sequence[ReferenceCase], io: emulator_io.IoFiles, spec: KernelSpec) -> list[RankCheck]:
-    tol = spec.tolerances[spec.dtype]
+def tolerance(spec: KernelSpec, pattern: Pattern, case: ReferenceCase, rank: int, slot: int):
+    """The tolerance of output ``slot`` of ``rank`` in ``case`` (evaluator/tolerance.py)."""
+    name = pattern.outputs[slot]
+    collective = pattern.cost(case.shape.dims, case.world, spec.dtype).collective
+    return output_tolerance(spec, name, world=case.world, collective=collective,
+                            stats=case.ranks[rank].errors.get(name))
+
+
+def _check_outputs(group: Sequence[ReferenceCase], io: emulator_io.IoFiles, spec: KernelSpec,
+                   pattern: Pattern) -> list[RankCheck]:
     checks = []
     for call, case in enumerate(group, start=1):
         for r, rd in enumerate(case.ranks):
             worst = (True, 0.0, 0, 0)
             for slot, ref_tf in enumerate(rd.outputs):
+                tol = tolerance(spec, pattern, case, r, slot)
                 out = decode(np.frombuffer(io.output(r, call, slot), dtype=np.uint8), ref_tf.dtype, ref_tf.shape)
                 ok, err, mism, unw = compare(out, as_float32(ref_tf.path, ref_tf.dtype, ref_tf.shape), tol.atol,
                                              tol.rtol)
@@ -203,7 +213,7 @@ def run_group(binary: Path, group: Sequence[ReferenceCase], *, spec: KernelSpec,
         breach = io.red_zone_breach()
         if breach:
             return _RunOutcome((Status.CRASHED, f"memory violation ({where}): {breach}"), (), log, res)
-        checks = tuple(_check_outputs(group, io, spec))
+        checks = tuple(_check_outputs(group, io, spec, pattern))
         trace = RunTrace(case.world, dict(case.shape.dims), len(group), tuple(io.trace(r) for r in range(case.world)))
     bad = next((c for c in checks if not c.ok), None)
     failure = (Status.WRONG_RESULT, _wrong_result(group[bad.trial], bad)) if bad else None
@@ -230,12 +240,13 @@ def probe_tile_dependence(binary: Path, group: Sequence[ReferenceCase], *, spec:
     match the reference in either run, log, seconds). Elements whose reference is within the
     absolute tolerance of zero (4 atol: a norm weight near zero, say) could not show a change and are left
     out. A run that fails with perturbed tiles depends on them (share 1.0)."""
-    case, tol = group[0], spec.tolerances[spec.dtype]
+    case = group[0]
     changed: Optional[np.ndarray] = None
     outputs = [(call, r, slot, tf) for call, c in enumerate(group, start=1) for r, rd in enumerate(c.ranks)
                for slot, tf in enumerate(rd.outputs)]
+    tols = [tolerance(spec, pattern, group[call - 1], r, slot) for call, r, slot, _ in outputs]
     refs = [as_float32(tf.path, tf.dtype, tf.shape).astype(np.float64).ravel() for *_, tf in outputs]
-    visible = np.concatenate([np.abs(ref) > 4 * tol.atol for ref in refs])
+    visible = np.concatenate([np.abs(ref) > 4 * tol.atol for ref, tol in zip(refs, tols)])
     logs, wall = [], 0.0
     for mode in (1, 2):
         with _io_files(group, spec, pattern, settings, perturb=mode) as io:
@@ -247,7 +258,7 @@ def probe_tile_dependence(binary: Path, group: Sequence[ReferenceCase], *, spec:
                 logs.append("probe: the run failed with perturbed tiles, so it depends on them")
                 return 1.0, "\n".join(logs), wall
             mask = np.concatenate([_mismatch(io, call, r, slot, tf, ref, tol)
-                                   for (call, r, slot, tf), ref in zip(outputs, refs)])
+                                   for (call, r, slot, tf), ref, tol in zip(outputs, refs, tols)])
         changed = mask if changed is None else changed | mask
     if not visible.any():
         visible = np.ones_like(visible)

@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -22,6 +22,7 @@ from design_space.patterns import Pattern
 from design_space.spec import KernelSpec, ShapeCase
 
 REFERENCE_TIMEOUT_S = 300.0
+REFERENCE_FORMAT = 2  # 2: each output's own error against a float64 run is stored beside it
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class TensorFile:
 class RankData:
     inputs: tuple[TensorFile, ...]  # in the pattern's ctx.in[] order
     outputs: tuple[TensorFile, ...]  # in the pattern's ctx.out[] order
+    # per output name: the reference's own error against a float64 run (evaluator/tolerance.py)
+    errors: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -47,12 +50,29 @@ class ReferenceCase:
 
 
 def _fingerprint(spec: KernelSpec, world: int, cases: Sequence[ShapeCase], seeds: Sequence[int]) -> str:
-    h = hashlib.sha256(json.dumps([spec.model_dump(mode="json"), world, [c.model_dump() for c in cases],
-                                   list(seeds)], sort_keys=True).encode())
+    h = hashlib.sha256(json.dumps([REFERENCE_FORMAT, spec.model_dump(mode="json"), world,
+                                   [c.model_dump() for c in cases], list(seeds)], sort_keys=True).encode())
     for folder in spec.search_path:  # the reference's own code is part of its identity
         for f in sorted(Path(folder).glob("*.py")):
             h.update(f.read_bytes())
     return h.hexdigest()[:20]
+
+
+def run_worker(module: str, job_file: Path, timeout_s: float, what: str, world: int,
+               env: dict | None = None) -> tuple[int, bytes]:
+    """``python -m module job_file`` in its own session: (exit status, output); SpecError when it
+    outlives ``timeout_s`` (its whole process group is killed)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **(env or {})}
+    proc = subprocess.Popen([sys.executable, "-m", module, str(job_file)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.communicate()
+        raise SpecError(f"{what} did not finish in {timeout_s:.0f} s at world size {world}",
+                        "check the reference for a collective some rank never calls") from None
+    return proc.returncode, out
 
 
 def _run_world(spec: KernelSpec, world: int, cases: Sequence[ShapeCase], seeds: Sequence[int], out: Path) -> None:
@@ -64,17 +84,9 @@ def _run_world(spec: KernelSpec, world: int, cases: Sequence[ShapeCase], seeds: 
            "search_path": list(spec.search_path), "dtype": spec.dtype.value, "out_dir": str(tmp),
            "cases": [c.model_dump() for c in cases], "seeds": list(seeds)}
     (tmp / "job.json").write_text(json.dumps(job))
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "evaluator.reference_worker", str(tmp / "job.json")],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    try:
-        out_b, _ = proc.communicate(timeout=REFERENCE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)
-        proc.communicate()
-        raise SpecError(f"the reference of {spec.name} did not finish in {REFERENCE_TIMEOUT_S:.0f} s at "
-                        f"world size {world}", "check the reference for a missing collective on some rank") from None
-    if proc.returncode != 0:
+    returncode, out_b = run_worker("evaluator.reference_worker", tmp / "job.json", REFERENCE_TIMEOUT_S,
+                                   f"the reference of {spec.name}", world)
+    if returncode != 0:
         raise SpecError(f"the reference or input builder of {spec.name} failed at world size {world}: "
                         + trim_log(out_b.decode(errors="replace"), 1500).replace("\n", " | "),
                         f"run `{spec.reference}` by hand on gloo and fix the error")
@@ -100,7 +112,8 @@ def _load(pattern: Pattern, world: int, folder: Path, cases: Sequence[ShapeCase]
                 return tuple(TensorFile(base / e[kind][n]["file"], tuple(e[kind][n]["shape"]), e[kind][n]["dtype"],
                                         e[kind][n]["nbytes"]) for n in names)
 
-            ranks.append(RankData(inputs=files("inputs", pattern.inputs), outputs=files("outputs", pattern.outputs)))
+            ranks.append(RankData(inputs=files("inputs", pattern.inputs), outputs=files("outputs", pattern.outputs),
+                                  errors=dict(e.get("errors") or {})))
         result.append(ReferenceCase(world=world, shape=case, trial=entry["trial"], ranks=tuple(ranks)))
     return result
 

@@ -32,6 +32,31 @@ def _save(tensor, path: Path) -> dict:
             "nbytes": t.numel() * t.element_size()}
 
 
+def _own_error(reference, inputs: dict, outputs: dict, dims: dict, group) -> dict:
+    """How far the reference's own outputs are from a float64 run of it on the same inputs, per
+    output: the 99.9th percentile of the relative error where |value| > 0.1 RMS, of the absolute
+    error below, and the RMS (evaluator/tolerance.py turns them into tolerances). {} when the
+    reference cannot run in float64."""
+    import torch
+
+    wide = {k: v.double() if torch.is_tensor(v) and v.is_floating_point() else v for k, v in inputs.items()}
+    try:
+        exact = reference(wide, dims, group)
+    except Exception:  # noqa: BLE001 -- a reference that only runs in its dtype gets no calibration
+        return {}
+    out = {}
+    for name, low in outputs.items():
+        hi = exact.get(name) if isinstance(exact, dict) else None
+        if not (torch.is_tensor(low) and torch.is_tensor(hi)) or hi.shape != low.shape or not low.numel():
+            continue
+        hi, err = hi.double(), (low.double() - hi.double()).abs()
+        rms = float(hi.pow(2).mean().sqrt())
+        big = hi.abs() > 0.1 * rms
+        q = lambda t: float(torch.quantile(t.flatten()[:1 << 24], 0.999)) if t.numel() else 0.0  # noqa: E731
+        out[name] = {"rel": q(err[big] / hi.abs()[big]), "abs": q(err[~big]), "rms": rms}
+    return out
+
+
 def run(job: dict, rank: int) -> None:
     import torch
     import torch.distributed as dist
@@ -48,12 +73,14 @@ def run(job: dict, rank: int) -> None:
                 gen = torch.Generator().manual_seed(seed * 1009 + rank)
                 inputs = make_inputs(dict(case["dims"]), rank, world, dtype, gen)
                 outputs = reference(dict(inputs), dict(case["dims"]), dist.group.WORLD)
+                errors = _own_error(reference, inputs, outputs, dict(case["dims"]), dist.group.WORLD)
                 folder = Path(job["out_dir"]) / f"{case['name']}" / f"t{trial}"
                 folder.mkdir(parents=True, exist_ok=True)
                 index.append({
                     "case": case["name"], "trial": trial, "rank": rank,
                     "inputs": {k: _save(v, folder / f"r{rank}_in_{k}.bin") for k, v in inputs.items()},
                     "outputs": {k: _save(v, folder / f"r{rank}_out_{k}.bin") for k, v in outputs.items()},
+                    "errors": errors,
                     "folder": str(folder.relative_to(job["out_dir"])),
                 })
         (Path(job["out_dir"]) / f"index_r{rank}.json").write_text(json.dumps(index))
@@ -61,11 +88,12 @@ def run(job: dict, rank: int) -> None:
         dist.destroy_process_group()
 
 
-def main(job: dict) -> int:
-    """Fork the ranks; the exit status is non-zero when any rank failed."""
+def fork_ranks(job: dict, run_rank) -> int:
+    """Fork ``job["world"]`` ranks each running ``run_rank(job, rank)`` (torch is imported first, so
+    every rank shares it); the exit status is non-zero when any rank failed."""
     import traceback
 
-    import torch  # noqa: F401  (imported before fork so every rank shares it)
+    import torch  # noqa: F401
 
     pids = []
     for rank in range(job["world"]):
@@ -73,7 +101,7 @@ def main(job: dict) -> int:
         if pid == 0:
             code = 0
             try:
-                run(job, rank)
+                run_rank(job, rank)
             except BaseException:  # report everything the user's code raises, then exit
                 traceback.print_exc()
                 code = 1
@@ -86,6 +114,10 @@ def main(job: dict) -> int:
         _, status = os.waitpid(pid, 0)
         failed |= status != 0
     return 1 if failed else 0
+
+
+def main(job: dict) -> int:
+    return fork_ranks(job, run)
 
 
 if __name__ == "__main__":

@@ -14,8 +14,8 @@ from typing import Annotated, Optional, TypedDict
 
 from design_space.candidate import new_candidate_id
 from design_space.dimensions import Backend
-from design_space.errors import ConfigError, LLMError
-from design_space.evaluation import Evaluation, Status
+from design_space.errors import ConfigError, LLMError, PromptTooLong
+from design_space.evaluation import Evaluation, Status, trim_log
 from design_space.hardware import HardwareProfile
 from design_space.patterns import Pattern
 from design_space.point import DesignPoint
@@ -89,10 +89,20 @@ class Nodes:
     def write(self, s: FastState) -> dict:
         i = s.get("iteration", 0) + 1
         point = DesignPoint.parse_key(s["point"])
-        system, user = prompts.write_prompt(analysis=s["analysis"], point=point, example=self.pattern.render(point),
+        example = self.pattern.render(point)
+        system, user = prompts.write_prompt(analysis=s["analysis"], point=point, example=example,
                                             feedback=s.get("feedback", ""))
         try:
-            reply = self._call("write", i, system, user, temperature=0.2, max_tokens=16384)
+            try:
+                reply = self._call("write", i, system, user, temperature=0.2, max_tokens=16384)
+            except PromptTooLong as e:  # once: the example (the largest part) shortened to what the window takes
+                over = len(system) + len(user) - (e.fits_chars or 0)
+                if e.fits_chars is None or over >= len(example) // 2:
+                    raise
+                system, user = prompts.write_prompt(analysis=s["analysis"], point=point,
+                                                    example=trim_log(example, len(example) - over),
+                                                    feedback=trim_log(s.get("feedback", ""), 2000))
+                reply = self._call("write", i, system, user, temperature=0.2, max_tokens=16384)
         except LLMError as e:
             return {"iteration": i, "llm_error": str(e), "trajectory": _step("write", i, "the LLM call failed", None, str(e))}
         parsed = prompts.parse_reply(reply.text)

@@ -16,8 +16,11 @@ rule that matches and has uses left wins; when none does the reply is a 200 whos
         os.environ["OPENAI_BASE_URL"] = server.base_url_openai        # ".../v1"
         os.environ["ANTHROPIC_BASE_URL"] = server.base_url_anthropic  # the SDK appends /v1/messages
 
-``python -m agents.llm.fake_server --script rules.json [--port N]`` serves until interrupted and
-prints its base URL (the first line of stdout).
+``context=FakeContext(tokens, style)`` (agents/llm/fake_context.py) adds a context window that
+refuses, cuts and publishes as llama-cpp-python, vLLM, llama.cpp's server or Ollama do.
+
+``python -m agents.llm.fake_server --script rules.json [--port N] [--context N --context-style S]``
+serves until interrupted and prints its base URL (the first line of stdout).
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from pathlib import Path
 from typing import Any, Optional, Sequence, Union
 
 from design_space.errors import ConfigError
+
+from agents.llm.fake_context import STYLES, FakeContext
 
 NO_MATCH_TEXT = "fake server: no rule matched"
 _REPLY_KINDS = ("text", "status", "garbled", "empty")
@@ -122,6 +127,11 @@ def prompt_text(wire: str, body: dict) -> str:
     return "\n\n".join(parts)
 
 
+def _max_tokens(body: dict) -> int:
+    value = body.get("max_tokens") or body.get("max_completion_tokens")
+    return int(value) if isinstance(value, int) and value > 0 else 16  # the servers' default
+
+
 class _HTTPServer(ThreadingHTTPServer):
     request_queue_size = 128  # the default 5 stalls bursts of concurrent calls by ~1 s
     daemon_threads = True
@@ -130,8 +140,9 @@ class _HTTPServer(ThreadingHTTPServer):
 
 class FakeLLMServer:
     def __init__(self, script: Union[Sequence[Union[Rule, dict]], str, Path], *, host: str = "127.0.0.1",
-                 port: int = 0) -> None:
+                 port: int = 0, context: Optional[FakeContext] = None) -> None:
         self.rules = load_script(script)
+        self.context = context
         self.served = [0] * len(self.rules)  # how often each rule answered
         self.unmatched = 0  # requests no rule answered
         self._uses_left = [r.times for r in self.rules]
@@ -196,14 +207,30 @@ class FakeLLMServer:
             self.unmatched += 1
             return {"text": NO_MATCH_TEXT}
 
+    def _refused(self, prompt: str, body: dict) -> Optional[tuple[int, dict]]:
+        return None if self.context is None else self.context.refusal(tokens(prompt), _max_tokens(body))
+
+    def published(self, method: str, path: str, body: Optional[dict] = None) -> Optional[dict]:
+        """A context-discovery answer (GET /props, GET /v1/models, POST /api/show), or None."""
+        if self.context is None:
+            return None
+        with self._lock:
+            model = (body or {}).get("model") or next((r.model for r in reversed(self._requests) if r.model), None)
+        return self.context.published(method, path, model)
+
     def handle(self, handler: "_Handler", wire: str, body: dict) -> None:
         prompt = prompt_text(wire, body)
         stream = bool(body.get("stream"))
         with self._lock:
             self._requests.append(ReceivedRequest(handler.path, body.get("model"), prompt, stream, body))
+        refused = self._refused(prompt, body) if wire == "openai" else None
+        if refused is not None:
+            return send_json(handler, *refused)
         reply = self._pick(prompt)
         if reply.get("delay_s") and self._stopping.wait(float(reply["delay_s"])):
             return  # shutting down: drop the request
+        if self.context is not None and "text" in reply:  # a reply ends where the window does
+            reply = {**reply, "text": str(reply["text"])[: 4 * self.context.reply_room(tokens(prompt))]}
         writer = _OpenAIWriter(handler, body) if wire == "openai" else _AnthropicWriter(handler, body)
         if "status" in reply:
             writer.error(int(reply["status"]), reply.get("retry_after"))
@@ -226,6 +253,9 @@ class _Handler(BaseHTTPRequestHandler):
         wire = self._ROUTES.get(self.path.split("?")[0].rstrip("/"))
         try:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            shown = self.server.fake.published("POST", self.path, body if isinstance(body, dict) else None)
+            if shown is not None:
+                return send_json(self, 200, shown)
             if wire is None:
                 return send_json(self, 404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             if not isinstance(body, dict):
@@ -237,7 +267,10 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client gave up (its timeout): nothing to answer
 
     def do_GET(self) -> None:  # noqa: N802
-        send_json(self, 404, {"error": {"message": "the fake LLM server answers POST only", "type": "not_found"}})
+        shown = self.server.fake.published("GET", self.path)
+        if shown is not None:
+            return send_json(self, 200, shown)
+        send_json(self, 404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
 
 def send_json(handler: BaseHTTPRequestHandler, status: int, data: Any, headers: Optional[dict] = None,
@@ -353,9 +386,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--script", required=True, help="JSON file holding the list of rules")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 (default): any free port")
+    parser.add_argument("--context", type=int, default=None, help="a context window of this many tokens")
+    parser.add_argument("--context-style", choices=STYLES, default="llama-cpp-python",
+                        help="whose refusals and discovery endpoint the window imitates")
     args = parser.parse_args(argv)
     try:
-        server = FakeLLMServer(args.script, host=args.host, port=args.port)
+        context = FakeContext(args.context, args.context_style) if args.context else None
+        server = FakeLLMServer(args.script, host=args.host, port=args.port, context=context)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

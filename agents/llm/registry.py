@@ -37,15 +37,28 @@ def llm_provider_names() -> tuple[str, ...]:
         return tuple(sorted(_PROVIDERS))
 
 
+LOCAL_PROVIDERS = frozenset({"openai-compatible"})
+LOCAL_TIMEOUT_S = 900.0  # a small model on a CPU reads an 8k prompt in minutes
+CLOUD_TIMEOUT_S = 120.0
+
+
 def create_llm(spec: Union[str, LLMSpec], *, recorder: Optional[Recorder] = None, budget: Optional[Budget] = None,
-               prices: Optional[PriceTable] = None, timeout_s: float = 120, max_retries: int = 4,
+               prices: Optional[PriceTable] = None, timeout_s: Optional[float] = None, max_retries: int = 4,
                backoff_s: float = 1.0, stream: bool = False,
-               environ: Optional[Mapping[str, str]] = None) -> LLMClient:
+               environ: Optional[Mapping[str, str]] = None, context_tokens: Optional[int] = None) -> LLMClient:
     """A client for ``spec`` (``"openai:<model>"``, ...). Raises ``ConfigError`` (problem + fix) for an
     unreadable name, an unknown provider, a missing key or a bad setting. ``prices=None`` loads the
-    default table overridden by $CUCO_LLM_PRICES; ``environ=None`` reads os.environ."""
+    default table overridden by $CUCO_LLM_PRICES; ``environ=None`` reads os.environ.
+    ``timeout_s=None``: the provider's default (a local server on a CPU answers in minutes: 900 s;
+    a cloud API 120 s). ``context_tokens``: the model's context window, when the server cannot
+    tell (see agents/llm/context_window.py)."""
     parsed = parse_llm_spec(spec) if isinstance(spec, str) else spec
+    if timeout_s is None:
+        timeout_s = LOCAL_TIMEOUT_S if parsed.provider in LOCAL_PROVIDERS else CLOUD_TIMEOUT_S
     _check_settings(timeout_s, max_retries, backoff_s)
+    if context_tokens is not None and context_tokens < 512:
+        raise ConfigError(f"--llm-context {context_tokens} is too small for any prompt",
+                          "give the model's context window in tokens, e.g. --llm-context 8192")
     with _LOCK:
         factory = _PROVIDERS.get(parsed.provider)
         known = ", ".join(sorted(_PROVIDERS))
@@ -53,7 +66,8 @@ def create_llm(spec: Union[str, LLMSpec], *, recorder: Optional[Recorder] = None
         raise ConfigError(f"unknown LLM provider {parsed.provider!r}",
                           f"use one of: {known} (or register one with register_llm_provider)")
     settings = ClientSettings(recorder=recorder, budget=budget, prices=prices, timeout_s=float(timeout_s),
-                           max_retries=int(max_retries), backoff_s=float(backoff_s), stream=stream, environ=environ)
+                           max_retries=int(max_retries), backoff_s=float(backoff_s), stream=stream, environ=environ,
+                           context_tokens=context_tokens)
     return factory(parsed, settings)
 
 

@@ -6,6 +6,10 @@ SDKs are built with ``max_retries=0`` because retries are ours). ``complete`` th
 - retries 429 (honouring a small Retry-After), 408/409, 5xx, timeouts and connection errors with
   exponential backoff and jitter, up to ``max_retries``; a 200 whose body is not the protocol's
   JSON is retried once; 400/401/403/404 fail at once;
+- caps ``max_tokens`` to the room the model's context window leaves after the prompt (the window
+  given with ``--llm-context``, discovered from a local server, or read from a refusal:
+  agents/llm/context_window.py); a context-length refusal is retried once with the room it states,
+  and a prompt that leaves no useful room raises ``PromptTooLong`` for the caller to shrink;
 - records every call, successful or failed for good, through the recorder, with its retries;
 - raises ``LLMError`` (problem + fix) when the call failed for good.
 An empty or odd reply text is returned as it is: judging it is the caller's job.
@@ -22,11 +26,14 @@ import time
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from design_space.errors import LLMError
+from dataclasses import replace
+
+from design_space.errors import LLMError, PromptTooLong
 from design_space.llm import LLMCall
 
 from agents.llm.base import LLMReply, LLMRequest, LLMSpec, Recorder
 from agents.llm.budget import Budget
+from agents.llm.context_window import MIN_REPLY_TOKENS, ContextFit, ContextRefusal, parse_refusal
 from agents.llm.prices import PriceTable, load_prices
 
 log = logging.getLogger(__name__)
@@ -49,6 +56,7 @@ class ClientSettings:
     backoff_s: float = 1.0
     stream: bool = False
     environ: Optional[Mapping[str, str]] = None  # None: os.environ
+    context_tokens: Optional[int] = None  # the model's context window when known (--llm-context)
 
     @property
     def env(self) -> Mapping[str, str]:
@@ -70,10 +78,11 @@ class ProtocolFailure(Exception):
 
 @dataclass(frozen=True)
 class Failure:
-    kind: str  # rate_limit | server | timeout | connection | protocol | auth | refused
+    kind: str  # rate_limit | server | timeout | connection | protocol | auth | context | refused
     message: str
     status: Optional[int] = None
     retry_after_s: Optional[float] = None
+    refusal: Optional[ContextRefusal] = None  # kind "context": what the server said fits
 
     @property
     def retryable(self) -> bool:
@@ -95,6 +104,9 @@ def classify_failure(exc: BaseException) -> Optional[Failure]:
         return Failure("protocol", text)
     status = getattr(exc, "status_code", None)
     if isinstance(status, int):
+        refusal = parse_refusal(str(exc)) if status in (400, 413, 422) else None
+        if refusal is not None:
+            return Failure("context", text, status, refusal=refusal)
         return _status_failure(exc, status, text)
     if names & {"APITimeoutError", "TimeoutException", "TimeoutError"}:
         return Failure("timeout", text or "timed out")
@@ -170,11 +182,41 @@ class RetryingClient:
         """One attempt; raise the SDK's exception (or ProtocolFailure) on failure."""
         raise NotImplementedError
 
+    @property
+    def context(self) -> ContextFit:
+        """What this client knows of its model's context window (see agents/llm/context_window.py)."""
+        if getattr(self, "_context", None) is None:
+            local = (self.base_url, self.model) if self.local and self.base_url else None
+            self._context = ContextFit(self.settings.context_tokens, discover_from=local)
+        return self._context
+
+    def _fit(self, request: LLMRequest, started: Optional[float] = None, retries: int = 0) -> LLMRequest:
+        """``request`` with ``max_tokens`` capped to the room left by its prompt; PromptTooLong when
+        too little is left (recorded as a failed call when the server's refusal told us)."""
+        prompt = request.prompt_text
+        room = self.context.room(len(prompt))
+        if room is None or room >= request.max_tokens:
+            return request
+        if room >= MIN_REPLY_TOKENS:
+            return replace(request, max_tokens=room)
+        window = self.context.current()
+        reply = min(request.max_tokens, 2048)
+        error = PromptTooLong(
+            f"the prompt for {self.label} ({len(prompt)} characters, ~{self.context.prompt_tokens(len(prompt)):.0f} "
+            f"tokens) leaves no room for a reply in its {window.tokens}-token context window ({window.source})",
+            "shrink the prompt, or give the server a larger context (llama.cpp -c, vLLM --max-model-len, Ollama "
+            "num_ctx) and pass it with --llm-context", fits_chars=self.context.prompt_chars(reply))
+        if started is not None:
+            self._record(self._call(request, response="", retries=retries, started=started,
+                                    error=f"context: {error.problem}"))
+        raise error
+
     def complete(self, request: LLMRequest) -> LLMReply:
         if self.settings.budget is not None:
             self.settings.budget.check()
+        request = self._fit(request)
         started = time.monotonic()
-        retries = protocol_failures = 0
+        retries = protocol_failures = context_refusals = 0
         while True:
             try:
                 raw = self._send(request)
@@ -183,6 +225,13 @@ class RetryingClient:
                 failure = classify_failure(exc)
                 if failure is None:
                     raise
+                if failure.kind == "context" and failure.refusal is not None and not context_refusals:
+                    # once: the refusal states the window; the request is re-fitted (or refused here)
+                    context_refusals += 1
+                    self.context.learn_refusal(failure.refusal, len(request.prompt_text))
+                    request = self._fit(request, started, retries)
+                    retries += 1
+                    continue
                 protocol_failures += failure.kind == "protocol"
                 if not self._may_retry(failure, retries, protocol_failures):
                     raise self._fail(request, failure, retries, started) from exc
@@ -203,6 +252,7 @@ class RetryingClient:
         return base / 2 + random.uniform(0, base / 2)  # jitter: concurrent callers do not retry in lockstep
 
     def _succeed(self, request: LLMRequest, raw: RawReply, retries: int, started: float) -> LLMReply:
+        self.context.learn_usage(len(request.prompt_text), raw.tokens_in)
         tokens_in = raw.tokens_in if raw.tokens_in is not None else estimate_tokens(request.prompt_text)
         tokens_out = raw.tokens_out if raw.tokens_out is not None else estimate_tokens(raw.text)
         cost = self.prices.cost(self.model, tokens_in, tokens_out)
@@ -242,5 +292,7 @@ class RetryingClient:
             "connection": f"check that {where} is reachable (network, proxy, base URL)",
             "protocol": f"{where} did not answer in the {self.provider} wire format: check the base URL",
             "auth": f"the key was refused: set a valid {key}",
+            "context": f"the prompt does not fit {self.label}'s context window: give the server a larger context "
+                       "and pass it with --llm-context",
         }.get(failure.kind, "the request was refused: check the model name and the request limits "
                             f"(max_tokens) for {self.label}")

@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
 from design_space.candidate import Candidate, Origin, OriginKind, content_hash, new_candidate_id
-from design_space.errors import ConfigError, LLMError
+from design_space.errors import ConfigError, LLMError, PromptTooLong
 from design_space.point import DesignPoint
 from agents.llm.base import LLMClient, LLMRequest
 from agents.proposer import ProposalRequest, register_proposer
-from agents.slow_path import patches, prompts
+from agents.slow_path import context_fit, patches, prompts
 from agents.slow_path.archive import Archive, cell_of, inspirations
 from agents.slow_path.bandit import UCB1, improvement
 from agents.slow_path.budget import DEFAULT_BUDGET, PromptSize, prompt_size_stats
@@ -64,6 +64,7 @@ class _Slot:
     parents: list[Member]
     inspirations: list[Member]
     id: str = field(default_factory=new_candidate_id)
+    budget: int = 0  # the prompt's character budget for the model asked (context_fit)
 
 
 @dataclass
@@ -231,10 +232,32 @@ class LLMProposer:
                 self._pending[cand.id] = (label, fitness_of(slot.parents[0][1]))
             return cand
 
+    def _fit(self, slot: _Slot, client: LLMClient) -> None:
+        """Form and prompt budget for ``client``'s context window (context_fit)."""
+        parent_chars = len(slot.parents[0][0].source)
+        form = context_fit.fitted_form(client, slot.form, parent_chars)
+        if form != slot.form:
+            self.stats["full_asked_as_diff"] += 1
+            slot.form, slot.parents = form, slot.parents[:1]
+        slot.budget = context_fit.prompt_budget(client, slot.form, parent_chars, self.budget)
+
+    def _ask_fitted(self, client: LLMClient, build, purpose: str, call: _Call, slot: _Slot,
+                    temperature: float) -> str:
+        """Build and ask; a prompt the model's window cannot take is rebuilt once to what fits."""
+        try:
+            return self._ask(client, build(), purpose, call, slot, temperature)
+        except PromptTooLong as e:
+            if e.fits_chars is None or not context_fit.MIN_PROMPT_CHARS <= e.fits_chars < slot.budget:
+                raise
+            self.stats["prompt_refitted"] += 1
+            slot.budget = e.fits_chars
+            return self._ask(client, build(), purpose, call, slot, temperature)
+
     def _attempt(self, call: _Call, slot: _Slot, client: LLMClient) -> Optional[Candidate]:
-        prompt = self._prompt(call, slot)
+        self._fit(slot, client)
         purpose = "slow_path.crossover" if slot.form == "crossover" else "slow_path.mutate"
-        reply = self._ask(client, prompt, purpose, call, slot, call.phase.temperature)
+        reply = self._ask_fitted(client, lambda: self._prompt(call, slot), purpose, call, slot,
+                                 call.phase.temperature)
         parsed = parse_reply(reply)
         if not parsed.ok:
             self.stats["parse_failed"] += 1
@@ -264,11 +287,11 @@ class LLMProposer:
         if slot.form == "crossover":
             built = prompts.crossover_prompt(spec=r.spec, pattern=r.pattern, hardware=r.hardware,
                                              parents=(slot.parents[0], slot.parents[1]), meta=self.meta_text or "",
-                                             budget=self.budget)
+                                             budget=slot.budget or self.budget)
         else:
             built = prompts.mutate_prompt(spec=r.spec, pattern=r.pattern, hardware=r.hardware, parent=slot.parents[0],
                                           inspirations=slot.inspirations, meta=self.meta_text or "", form=slot.form,
-                                          budget=self.budget)
+                                          budget=slot.budget or self.budget)
         self.prompt_sizes.append(built.size)
         return built
 
@@ -332,11 +355,14 @@ class LLMProposer:
         self.stats["repairs"] += 1
         base = failed.source if failed.kind != "patch" and failed.source else slot.parents[0][0].source
         full_only = slot.form == "crossover" and failed.kind == "patch"
-        built = prompts.repair_prompt(kind=failed.kind, error=failed.error, code=base,
-                                      point=_point_key(failed.point or slot.parents[0][0].point),
-                                      previous_reply=reply, full_only=full_only, budget=self.budget)
-        self.prompt_sizes.append(built.size)
-        text = self._ask(client, built, "slow_path.repair", call, slot, temperature=0.2)
+        def build() -> prompts.BuiltPrompt:
+            built = prompts.repair_prompt(kind=failed.kind, error=failed.error, code=base,
+                                          point=_point_key(failed.point or slot.parents[0][0].point),
+                                          previous_reply=reply, full_only=full_only, budget=slot.budget or self.budget)
+            self.prompt_sizes.append(built.size)
+            return built
+
+        text = self._ask_fitted(client, build, "slow_path.repair", call, slot, temperature=0.2)
         parsed = parse_reply(text)
         if not parsed.ok:
             self.stats["parse_failed"] += 1

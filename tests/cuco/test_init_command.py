@@ -68,7 +68,7 @@ def test_init_from_reference_uses_the_named_functions(tmp_path):
     ref.write_text(EXAMPLE_REF.read_text().replace("def make_inputs(", "def build(")
                    .replace("def reference(", "def golden("))
     (tmp_path / "helpers.py").write_text("SCALE = 1\n")
-    ref.write_text("import helpers\n" + ref.read_text())
+    ref.write_text(ref.read_text() + "\nimport helpers  # noqa: E402\n")  # importable: init runs it
     out = tmp_path / "s"
     text = _ok(_init("--from-reference", ref, "--reference", "golden", "--inputs", "build", "--name", "tp-ag",
                      "--out", out))
@@ -162,14 +162,16 @@ def test_ambiguous_or_missing_communication_names_pattern_option(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_pattern_option_overrides_detection(tmp_path):
-    ref = tmp_path / "plain.py"
-    ref.write_text("def reference(i, d, g):\n    return i\ndef make_inputs(d, r, w, t, g):\n    return {}\n")
+def test_pattern_option_overrides_detection_but_not_the_semantic_check(tmp_path):
     out = tmp_path / "o"
-    text = _ok(_init("--from-reference", ref, "--pattern", "allgather_gemm", "--out", out))
+    text = _ok(_init("--from-reference", EXAMPLE_REF, "--pattern", "allgather_gemm", "--out", out))
     assert "chosen with --pattern" in text and load_spec(out).pattern == "allgather_gemm"
-    _one_line_error(_init("--from-reference", ref, "--pattern", "teleport", "--out", tmp_path / "p"),
+    _one_line_error(_init("--from-reference", EXAMPLE_REF, "--pattern", "teleport", "--out", tmp_path / "p"),
                     "unknown pattern", "allgather_gemm")
+    # a family the reference does not compute is refused, whatever --pattern says, and nothing is written
+    _one_line_error(_init("--from-reference", EXAMPLE_REF, "--pattern", "gemm_reducescatter", "--out",
+                          tmp_path / "q"), "does not compute gemm_reducescatter")
+    assert not (tmp_path / "q").exists()
 
 
 def test_missing_or_misshapen_functions_are_named(tmp_path):

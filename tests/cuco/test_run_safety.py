@@ -90,3 +90,24 @@ def test_a_second_ctrl_c_leaves_at_once_without_a_traceback(tmp_path):
         per_candidate = con.execute("select candidate_id, count(*) from evaluations group by candidate_id").fetchall()
         candidates = con.execute("select count(*) from candidates").fetchone()[0]
     assert candidates == 8 and len(per_candidate) == 8 and all(n == 1 for _, n in per_candidate), per_candidate
+
+
+def test_a_run_whose_every_candidate_failed_exits_non_zero_with_the_most_common_reason(tmp_path):
+    spec = tmp_path / "strict"
+    spec.mkdir()
+    # the reference is a hair off the family's (a semantic match) and the tolerance admits no hair
+    ref = (ROOT / "examples" / "allgather_gemm" / "reference.py").read_text()
+    (spec / "reference.py").write_text(ref.replace("(gathered.float() @ b.float()).to(a.dtype)",
+                                                   "(gathered.float() @ b.float() + 0.01).to(a.dtype)"))
+    text = (ROOT / "examples" / "allgather_gemm" / "spec.py").read_text()
+    text = text.replace("from design_space import DType, KernelSpec, ShapeCase",
+                        "from design_space import DType, KernelSpec, ShapeCase, Tolerance")
+    text = text.replace('    hardware="H100",', '    hardware="H100",\n    tolerances={DType.BF16: Tolerance(atol=1e-9, '
+                        'rtol=0.0), DType.FP16: Tolerance(atol=1e-9, rtol=0.0), DType.FP32: Tolerance(atol=1e-9, '
+                        'rtol=0.0)},')
+    (spec / "spec.py").write_text(text)
+    res = subprocess.run([CUCO, "evolve", str(spec), "--run-dir", "run", "--generations", "1", "--population", "2"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 1, res.stdout + res.stderr
+    (line,) = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert "all 2 evaluated candidates failed" in line and "wrong_result" in line and "Traceback" not in res.stderr

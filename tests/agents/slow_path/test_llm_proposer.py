@@ -237,3 +237,37 @@ def test_a_failed_meta_call_falls_back_to_the_deterministic_summary(spec):
         mutate_prompt = server.requests[-1].prompt
     assert len(out) == 1 and proposer.meta_model is None
     assert "Observed so far (automatic summary):" in mutate_prompt and proposer.stats["meta_fallback"] == 1
+
+
+def test_a_prompt_a_small_local_model_refuses_is_rebuilt_once_to_fit_its_window(spec):
+    # llama-cpp-python publishes no window: the first prompt is refused with its exact text, the
+    # client reads the window and the prompt's size from it, and the proposer rebuilds the prompt
+    from agents.llm.fake_context import FakeContext
+    from agents.llm.fake_server import tokens
+
+    calls = []
+    with FakeLLMServer([{"when": MUTATE, "reply": {"text": GOOD}}],
+                       context=FakeContext(tokens=5000, style="llama-cpp-python")) as server:
+        client = create_llm(f"openai-compatible:smollm2@{server.base_url_openai}", recorder=calls.append,
+                            environ={}, max_retries=0, timeout_s=20, backoff_s=0)
+        proposer = LLMProposer([client], schedule=DIFFS_ONLY)
+        out = proposer.propose(_request(spec, tools=Tools().lend()))
+        first, second = server.requests
+    assert tokens(first.prompt) >= 5000 and tokens(second.prompt) + second.body["max_tokens"] <= 5000
+    assert len(out) == 1 and out[0].point.key() == POINT_256K
+    assert proposer.stats["prompt_refitted"] == 1 and [c.ok for c in calls] == [False, True]
+
+
+def test_a_window_too_small_for_a_whole_kernel_asks_for_a_diff(spec):
+    from agents.llm.fake_context import FakeContext
+
+    with FakeLLMServer([{"when": MUTATE, "reply": {"text": GOOD}}],
+                       context=FakeContext(tokens=6144, style="llama.cpp")) as server:
+        client = create_llm(f"openai-compatible:smollm2@{server.base_url_openai}", environ={}, max_retries=0,
+                            timeout_s=20, backoff_s=0)
+        proposer = LLMProposer([client], schedule=FULL_ONLY)  # an ~8.7k-character parent: ~3.4k tokens to echo
+        out = proposer.propose(_request(spec, tools=Tools().lend()))
+        (sent,) = [r for r in server.requests if r.path.endswith("/chat/completions")]
+    assert len(out) == 1 and out[0].origin.patch_type == "diff" and proposer.stats["full_asked_as_diff"] == 1
+    from agents.llm.fake_server import tokens
+    assert "SEARCH" in sent.prompt and tokens(sent.prompt) + sent.body["max_tokens"] <= 6144

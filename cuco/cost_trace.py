@@ -1,0 +1,227 @@
+"""Costs traced from a reference: what a workload computes and moves, measured by running it.
+
+``traced_cost(spec, dims, world)`` runs the spec's reference on gloo (``python -m cuco.cost_trace
+JOB``, one process per rank) under torch's FLOP counter (``torch.utils.flop_counter``: matmuls,
+batched matmuls, einsums, attention), with every torch.distributed collective and peer call
+recorded with its bytes, and reads the model's ``WorkloadCost`` off it:
+
+- ``flops``: the mean rank's counted FLOPs, ``imbalance`` the busiest rank's over the mean;
+- ``collective`` and ``comm_bytes`` (S in the model's formulas, docs/model.md): the kind of call that
+  moved the most bytes (all_gather* -> allgather with S the gathered tensor; reduce_scatter* ->
+  reducescatter with S the input; all_reduce -> allreduce with S the tensor, or reducescatter when
+  each rank then keeps a 1/n slice of it, the gloo stand-in for a reduce-scatter; all_to_all* ->
+  alltoall with S the bytes a rank sends, over every call; send/isend -> p2p, summed);
+- ``hbm_bytes``: the mean rank's inputs, outputs and received bytes (each read or written once);
+- ``out_rows`` / ``out_cols``: the largest matrix product's output (else the first output) as rows
+  of its last dimension; ``local_fraction`` 1/n for gather, scatter and all-to-all (a rank's own share
+  needs no transfer), else 0.
+
+Bytes of floating tensors count at the spec dtype's size (a reference that reduces in fp32 for
+accuracy stands for a kernel that moves the dtype). What a trace cannot know: work the reference
+does that a kernel would skip (a causal mask applied to full scores counts the full product), and
+how the reference's own collective choice differs from the family's design (ring attention's
+reference all-gathers K and V where the family rotates them: the same bytes reach each rank).
+
+Any workload gets a bound and a baseline this way, a registered pattern without a cost function of
+its own included (``traced_cost_function``); tests/cuco/test_cost_trace.py holds every family's
+hand-written cost against its traced one.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Callable, Mapping
+
+from design_space.model import WorkloadCost
+from design_space.spec import DType, KernelSpec
+
+TRACE_TIMEOUT_S = 300.0
+_GATHER = ("all_gather", "all_gather_into_tensor", "_all_gather_base", "all_gather_single")
+_SCATTER = ("reduce_scatter", "reduce_scatter_tensor", "_reduce_scatter_base", "reduce_scatter_single")
+_ALLTOALL = ("all_to_all", "all_to_all_single")
+_P2P = ("send", "isend")
+
+
+_ITEMSIZE = [2]  # the spec dtype's: a reference that moves fp32 for accuracy stands for a kernel moving the dtype
+
+
+def _nbytes(x) -> int:
+    if isinstance(x, (list, tuple)):
+        return sum(_nbytes(t) for t in x)
+    if not hasattr(x, "numel"):
+        return 0
+    size = x.element_size()
+    return int(x.numel() * (min(size, _ITEMSIZE[0]) if x.is_floating_point() else size))
+
+
+def _matmul_shapes():
+    """A dispatch mode that keeps the output shape of the largest matrix product (the GEMM whose
+    tiles the model's wave quantisation counts)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    aten = torch.ops.aten
+    products = {aten.mm.default, aten.bmm.default, aten.addmm.default, aten.baddbmm.default}
+
+    class Shapes(TorchDispatchMode):
+        best: tuple = (0, None)
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if func in products:
+                inner = args[-1].shape[-2]
+                work = out.numel() * inner
+                if work > self.best[0]:
+                    self.best = (work, list(out.shape))
+            return out
+    return Shapes()
+
+
+def _recorder(dist, log: list):
+    """Wrap the collectives of ``dist`` so each call appends (kind, S bytes, received bytes)."""
+    world = dist.get_world_size()
+
+    def wrap(name: str, kind: str, size: Callable):
+        original = getattr(dist, name, None)
+        if original is None:
+            return
+
+        def call(*args, **kwargs):
+            s, received = size(*args, **kwargs)
+            log.append((kind, s, received))
+            return original(*args, **kwargs)
+        setattr(dist, name, call)
+
+    def gather(out, inp=None, *a, **k):
+        s = _nbytes(out)
+        return s, s - s // world
+    for n in _GATHER:
+        wrap(n, "allgather", gather)
+    for n in _SCATTER:
+        wrap(n, "reducescatter", lambda out, inp=None, *a, **k: (_nbytes(inp), _nbytes(out) * (world - 1)))
+    wrap("all_reduce", "allreduce", lambda t, *a, **k: (_nbytes(t), _nbytes(t)))
+    for n in _ALLTOALL:
+        wrap(n, "alltoall", lambda out, inp=None, *a, **k: (_nbytes(inp), _nbytes(out)))
+    for n in _P2P:
+        wrap(n, "p2p", lambda t, *a, **k: (_nbytes(t), 0))
+    for n in ("recv", "irecv"):
+        wrap(n, "recv", lambda t, *a, **k: (0, _nbytes(t)))
+
+
+def run(job: dict, rank: int) -> None:
+    import torch
+    import torch.distributed as dist
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from evaluator.reference_worker import TORCH_DTYPES, load_callable
+
+    world = job["world"]
+    dist.init_process_group("gloo", init_method=f"file://{job['init_file']}", rank=rank, world_size=world)
+    try:
+        make_inputs = load_callable(job["inputs"], job["search_path"])
+        reference = load_callable(job["reference"], job["search_path"])
+        dtype = getattr(torch, TORCH_DTYPES[job["dtype"]])
+        _ITEMSIZE[0] = torch.empty((), dtype=dtype).element_size()
+        inputs = make_inputs(dict(job["dims"]), rank, world, dtype, torch.Generator().manual_seed(77 + rank))
+        log: list = []
+        _recorder(dist, log)
+        shapes = _matmul_shapes()
+        with FlopCounterMode(display=False) as counter, shapes:
+            outputs = reference(dict(inputs), dict(job["dims"]), dist.group.WORLD)
+        first = next(iter(outputs.values()))
+        mine = {"flops": int(counter.get_total_flops()), "in": _nbytes(list(inputs.values())),
+                "out": _nbytes(list(outputs.values())), "out_shape": list(first.shape),
+                "gemm_shape": shapes.best[1], "calls": list(log)}
+        everyone = [None] * world
+        dist.all_gather_object(everyone, mine)
+        if rank == 0:
+            Path(job["out"]).write_text(json.dumps(everyone))
+    finally:
+        dist.destroy_process_group()
+
+
+def traced_cost(spec: KernelSpec, dims: Mapping[str, int], world: int) -> WorkloadCost:
+    """The spec's reference traced at ``dims`` and ``world`` ranks (see the module doc)."""
+    from evaluator.reference import run_worker  # noqa: PLC0415
+    from design_space.errors import SpecError  # noqa: PLC0415
+
+    work = Path(tempfile.mkdtemp(prefix="cuco-trace-"))
+    try:
+        job = {"world": world, "init_file": str(work / "pg"), "out": str(work / "trace.json"), "dims": dict(dims),
+               "inputs": spec.inputs, "reference": spec.reference, "search_path": list(spec.search_path),
+               "dtype": spec.dtype.value}
+        (work / "job.json").write_text(json.dumps(job))
+        code, out = run_worker("cuco.cost_trace", work / "job.json", TRACE_TIMEOUT_S, f"tracing {spec.name}", world)
+        if code != 0 or not (work / "trace.json").is_file():
+            tail = " | ".join(out.decode(errors="replace").strip().splitlines()[-4:])[-800:]
+            raise SpecError(f"tracing the reference of {spec.name} failed at world size {world}: {tail}",
+                            "run the reference by hand on gloo and fix the error")
+        ranks = json.loads((work / "trace.json").read_text())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return cost_of(ranks, world)
+
+
+def cost_of(ranks: list[dict], world: int) -> WorkloadCost:
+    """A WorkloadCost from each rank's trace (flops, bytes in/out, first output's shape, calls)."""
+    flops = [r["flops"] for r in ranks]
+    mean = sum(flops) / len(flops)
+    per_rank: list[dict[str, float]] = []
+    received = []
+    for r in ranks:
+        received.append(sum(c[2] for c in r["calls"]))
+        mine: dict[str, float] = {}
+        for kind, s, _ in r["calls"]:
+            mine[kind] = mine.get(kind, 0) + s
+        mine.pop("recv", None)
+        per_rank.append(mine)
+    kinds = {k for m in per_rank for k in m}
+    # S: a collective's mean over the ranks (uneven all-to-all splits included); p2p: the busiest sender's
+    moved = {k: (max if k == "p2p" else _mean)([m.get(k, 0.0) for m in per_rank]) for k in kinds}
+    kind = max(moved, key=lambda k: moved[k]) if moved else "p2p"
+    s = moved.get(kind, 0.0)
+    out_bytes = ranks[0]["out"]
+    if kind == "allreduce" and out_bytes * world <= s * 1.01 and out_bytes > 0:
+        kind = "reducescatter"  # every rank keeps 1/n of the sum: a reduce-scatter (gloo has none)
+    shape = ranks[0].get("gemm_shape") or ranks[0]["out_shape"] or [1]
+    cols = shape[-1]
+    rows = max(1, int(round(_prod(shape) / max(1, cols))))
+    hbm = sum(r["in"] + r["out"] + rec for r, rec in zip(ranks, received)) / len(ranks)
+    return WorkloadCost(flops=float(mean), hbm_bytes=float(hbm), collective=kind, comm_bytes=float(s),
+                        out_rows=rows, out_cols=int(cols),
+                        local_fraction=1.0 / world if kind in ("allgather", "reducescatter", "alltoall") else 0.0,
+                        imbalance=max(flops) / mean if mean > 0 else 1.0)
+
+
+def _mean(xs) -> float:
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def _prod(xs) -> int:
+    out = 1
+    for x in xs:
+        out *= int(x)
+    return out
+
+
+def traced_cost_function(spec: KernelSpec) -> Callable[[Mapping[str, int], int, DType], WorkloadCost]:
+    """A ``Pattern.cost`` for a pattern that has none: its spec's reference, traced (cached per call)."""
+    memo: dict = {}
+
+    def cost(dims: Mapping[str, int], world: int, dtype: DType) -> WorkloadCost:
+        key = (tuple(sorted(dims.items())), world)
+        if key not in memo:
+            memo[key] = traced_cost(spec, dims, world)
+        return memo[key]
+    return cost
+
+
+if __name__ == "__main__":
+    import sys
+
+    from evaluator.reference_worker import fork_ranks
+
+    sys.exit(fork_ranks(json.loads(Path(sys.argv[1]).read_text()), run))

@@ -1,0 +1,87 @@
+"""``cuco init --from-reference`` for workloads written the usual way (KernelBench-style
+``Model`` + ``get_inputs``, ``solution(*inputs)`` + ``get_inputs``, or a plain function with its
+input builder): the semantic check finds the family the code computes, then the spec folder gets
+the user's file, a three-line adapter (cuco/workload_adapter.py) and a spec whose headline shape
+is the workload's own sizes. When no family computes it, nothing is written: the error says why,
+for the nearest family."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+from pathlib import Path
+from typing import Optional
+
+from cuco.init_templates import _lit, _shape, example_spec
+from cuco.semantic_check import SemanticVerdict, check_workload
+from cuco.workload_adapter import adapter_text
+from design_space import SpecError, get_pattern
+
+WORKLOAD_FORMS = ("kernelbench", "solution", "function")
+
+
+def form_of(source: str, reference: str, inputs: str, arity: dict) -> str:
+    """Which form a file is written in, read from its text (nothing is imported)."""
+    tree = ast.parse(source)
+    classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+    if "Model" in classes and "get_inputs" in arity:
+        return "kernelbench"
+    if "solution" in arity and "get_inputs" in arity:
+        return "solution"
+    if reference in arity and inputs in arity:
+        # cuco's own builder takes (dims, rank, world, dtype, gen): a reference beside it is native
+        # (and one of the wrong arity is then named as such)
+        low, high = arity[inputs]
+        return "native" if low <= 5 <= (high if high >= 0 else 99) else "function"
+    return "unknown"
+
+
+def verdict_or_error(path: Path, *, reference: Optional[str], inputs: Optional[str], pattern: Optional[str],
+                     native_dims: Optional[dict] = None) -> SemanticVerdict:
+    verdict = check_workload(path, reference=reference, inputs=inputs, families=[pattern] if pattern else None,
+                             native_dims=native_dims)
+    if verdict.match is None:
+        raise SpecError(f"{path.name}: {verdict.diagnosis()}",
+                        "change the reference as the reason says (cuco checks it against each family's canonical "
+                        "reference on your own inputs), or register a pattern of your own (docs/commands.md)")
+    return verdict
+
+
+def write_workload_spec(out: Path, *, name: str, path: Path, verdict: SemanticVerdict, reference: Optional[str],
+                        inputs: Optional[str]) -> list[str]:
+    """spec.py, reference.py (the user's file) and cuco_workload.py; returns the files written."""
+    m = verdict.match
+    pattern = get_pattern(m.family)
+    ex = example_spec(m.family)
+    if ex is None:
+        raise SpecError(f"the {m.family} family has no example spec to take emulation shapes from",
+                        "run cuco from its source checkout")
+    emu = [(s.name, {**s.dims, **m.variant}) for s in ex.emulation_shapes]
+    text = (f'"""cuco spec {name}: {m.family}, from {path.name} ({verdict.form} form), checked against the family\'s\n'
+            f'canonical reference by `cuco init` (see README.md)."""\n\n'
+            "from design_space import DType, KernelSpec, ShapeCase\n\n"
+            f"SPEC = KernelSpec(\n    name={_lit(name)},\n    pattern={_lit(m.family)},\n"
+            f"    description={_lit(pattern.description)},\n"
+            f"    world_sizes={_lit(ex.world_sizes)},\n"
+            "    # the sizes your get_inputs() built (global dims); add the shapes of your model here\n"
+            f"    shapes=(\n{_shape('user', dict(m.dims))}    ),\n"
+            "    # tiny shapes for the CPU emulator, the family's, with your workload's flags\n"
+            "    emulation_shapes=(\n" + "".join(_shape(n, d) for n, d in emu) + "    ),\n"
+            f"    emulation_world_sizes={_lit(ex.emulation_world_sizes)},\n    dtypes=(DType.BF16,),\n"
+            f"    hardware={_lit(ex.hardware)},\n"
+            '    reference="cuco_workload:reference",\n    inputs="cuco_workload:make_inputs",\n)\n')
+    ast.parse(text)
+    (out / "spec.py").write_text(text)
+    if path.resolve() != (out / "reference.py").resolve():
+        shutil.copyfile(path, out / "reference.py")
+    (out / "cuco_workload.py").write_text(adapter_text(family=m.family, order=m.order, reference=reference,
+                                                       inputs=inputs))
+    return ["spec.py", "reference.py", "cuco_workload.py"]
+
+
+def how_it_matched(verdict: SemanticVerdict) -> str:
+    m = verdict.match
+    flags = f", {', '.join(f'{k}={v}' for k, v in m.variant.items())}" if m.variant else ""
+    dims = ", ".join(f"{k}={v}" for k, v in m.dims.items() if k not in m.variant)
+    return (f"its outputs equal the {m.family} reference's on its own inputs at world sizes 2 and 4 "
+            f"({verdict.form} form, dims {dims}{flags})")

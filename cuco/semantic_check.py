@@ -1,0 +1,139 @@
+"""Before the first candidate: does the user's reference compute what a workload family computes?
+
+``check_workload(path)`` runs the semantic probe (cuco/semantic_probe.py) on gloo at world sizes 2
+and 4: the user's own inputs and workload, then every family's canonical reference
+(examples/<family>/reference.py) on those same tensors. A family matches when, at every world
+size, the user's tensors read as its inputs with one set of global dims and its outputs equal the
+user's. A family is never picked from a name; when none matches, the verdict says why for the
+nearest one (shapes that fit but outputs that differ beat shapes that fit nothing), in terms a
+user can act on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+from design_space.errors import SpecError
+from evaluator.reference import run_worker
+from design_space.patterns import get_pattern, pattern_names
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+PROBE_TIMEOUT_S = 240.0
+_RANK = {"match": 0, "differs": 1, "no_fit": 2}
+
+
+@dataclass(frozen=True)
+class FamilyMatch:
+    family: str
+    dims: dict  # global dims of the user's workload (sizes and the flags that matched)
+    order: tuple[Optional[int], ...]  # user input index for each family input (None: the family's own)
+    variant: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SemanticVerdict:
+    form: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    match: Optional[FamilyMatch]
+    reasons: dict  # family -> (status, (why, ...), distance) for every family tried
+
+    def nearest(self) -> Optional[str]:
+        if not self.reasons:
+            return None
+        return min(self.reasons, key=lambda f: (_RANK.get(self.reasons[f][0], 3), self.reasons[f][2]))
+
+    def diagnosis(self) -> str:
+        """Why no family matches, for the nearest one, in one paragraph."""
+        near = self.nearest()
+        if near is None:
+            return "no workload family was tried"
+        status, why, _ = self.reasons[near]
+        lead = ("its inputs read as " if status == "differs" else "its inputs do not read as ") + near + "'s"
+        shown = list(dict.fromkeys(why))[:2]
+        more = f"; and {len(why) - len(shown)} more like it" if len(why) > len(shown) else ""
+        return f"the reference does not compute {near} (the nearest family; {lead}): " + "; ".join(shown) + more
+
+
+def family_entry(name: str) -> dict:
+    """What the probe needs of a family: its canonical reference, base dims, flag values."""
+    from cuco.spec_loader import load_spec  # noqa: PLC0415
+
+    folder = EXAMPLES / name
+    if not (folder / "reference.py").is_file():
+        raise SpecError(f"the {name} family has no canonical reference at {folder / 'reference.py'}",
+                        "run cuco from its source checkout (the examples folder holds the references)")
+    spec = load_spec(folder)
+    shapes = [*spec.emulation_shapes, *spec.shapes]
+    base = dict(spec.emulation_shapes[0].dims)
+    flags = {d: sorted({s.dims[d] for s in shapes if d in s.dims})[:4] for d in base}
+    return {"name": name, "reference_path": str(folder / "reference.py"), "base": base, "flags": flags}
+
+
+def _families(only: Optional[Sequence[str]]) -> list[str]:
+    names = list(only) if only else [n for n in pattern_names() if (EXAMPLES / n / "reference.py").is_file()]
+    for n in names:
+        get_pattern(n)  # an unknown family is a SpecError naming the known ones
+    return names
+
+
+def _probe(job: dict, work: Path) -> dict:
+    (work / "job.json").write_text(json.dumps(job))
+    path = os.pathsep.join([str(EXAMPLES.parent), *filter(None, [os.environ.get("PYTHONPATH")])])
+    returncode, out = run_worker("cuco.semantic_probe", work / "job.json", PROBE_TIMEOUT_S, "the reference",
+                                 job["world"], env={"PYTHONPATH": path})
+    if returncode != 0 or not Path(job["out"]).is_file():
+        text = out.decode(errors="replace").strip().splitlines()
+        tail = " | ".join(text[-6:])[-1200:]
+        raise SpecError(f"the reference or its input builder failed at world size {job['world']}: {tail}",
+                        "run it by hand with torchrun --nproc-per-node 2 (gloo) and fix the error")
+    return json.loads(Path(job["out"]).read_text())
+
+
+def check_workload(path: Path, *, reference: Optional[str] = None, inputs: Optional[str] = None,
+                   families: Optional[Sequence[str]] = None, worlds: Sequence[int] = (2, 4),
+                   native_dims: Optional[dict] = None) -> SemanticVerdict:
+    """Run the user's workload at ``path`` beside every family's canonical reference (see module doc)."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise SpecError(f"no file at {path}", "pass the Python file that holds your reference")
+    entries = [family_entry(n) for n in _families(families)]
+    work = Path(tempfile.mkdtemp(prefix="cuco-semantics-"))
+    try:
+        reports = []
+        for world in worlds:
+            job = {"path": str(path), "reference": reference, "inputs": inputs, "world": world,
+                   "init_file": str(work / f"pg{world}"), "out": str(work / f"report{world}.json"),
+                   "families": entries, "native_dims": native_dims}
+            reports.append(_probe(job, work))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return _verdict(reports, [e["name"] for e in entries])
+
+
+def _verdict(reports: list[dict], names: list[str]) -> SemanticVerdict:
+    reasons, match = {}, None
+    for name in names:
+        per_world = [r["families"].get(name, {"status": "no_fit", "why": ["not tried"]}) for r in reports]
+        worst = max(per_world, key=lambda r: _RANK.get(r["status"], 3))
+        if worst["status"] == "match":
+            dims = [tuple(sorted(r["dims"].items())) for r in per_world]
+            if len(set(dims)) == 1:
+                reasons[name] = ("match", (), 0)
+                if match is None:
+                    match = FamilyMatch(name, dict(per_world[0]["dims"]), tuple(per_world[0]["order"]),
+                                        dict(per_world[0]["variant"]))
+                continue
+            worst = {"status": "differs", "why": [
+                "its shards do not scale with the world size (global dims "
+                + " vs ".join(str(dict(d)) for d in dims) + " at world sizes 2 and 4): build each rank's "
+                "inputs from the world size, as tensor parallelism shards them"]}
+        reasons[name] = (worst["status"], tuple(worst.get("why", ())), int(worst.get("distance", 0)))
+    first = reports[0]
+    return SemanticVerdict(first["form"], tuple(first["inputs"]), tuple(first["outputs"]), match, reasons)

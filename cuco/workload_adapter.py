@@ -1,0 +1,68 @@
+"""A user's workload behind cuco's reference contract, for a spec folder `cuco init` wrote.
+
+The semantic check (cuco/semantic_check.py) found which family the workload computes and which
+of its inputs is which of the family's. The spec then builds inputs with the family's canonical
+builder at any dims (the spec's sweep and the emulator's tiny shapes, which a fixed-size
+``get_inputs()`` could not give) and runs the user's own code as the reference, handing it the
+family's tensors in the user's argument order. The written ``cuco_workload.py`` is three lines::
+
+    from cuco.workload_adapter import Adapter
+    _A = Adapter(__file__, family="allgather_gemm", order=(0, 1), reference=None, inputs=None)
+    make_inputs, reference = _A.make_inputs, _A.reference
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Optional, Sequence
+
+from cuco import workload_forms
+from cuco.semantic_check import EXAMPLES
+from design_space.patterns import get_pattern
+
+
+class Adapter:
+    def __init__(self, anchor: str, *, family: str, order: Sequence[Optional[int]], reference: Optional[str] = None,
+                 inputs: Optional[str] = None, user_file: str = "reference.py") -> None:
+        self.folder = Path(anchor).resolve().parent
+        self.family, self.order = family, tuple(order)
+        self.user = self.folder / user_file
+        self.reference_name, self.inputs_name = reference, inputs
+        self._canon = None
+        self._workload = None
+
+    def _canonical(self):
+        if self._canon is None:
+            path = EXAMPLES / self.family / "reference.py"
+            spec = importlib.util.spec_from_file_location(f"cuco_family_{self.family}", path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            self._canon = module
+        return self._canon
+
+    def make_inputs(self, dims: dict, rank: int, world: int, dtype, gen) -> dict:
+        """The family's inputs (its canonical builder) at any dims."""
+        return self._canonical().make_inputs(dims, rank, world, dtype, gen)
+
+    def reference(self, inputs: dict, dims: dict, group) -> dict:
+        """The user's workload on the family's tensors, outputs named as the family names them."""
+        if self._workload is None:
+            self._workload = workload_forms.load(self.user, reference=self.reference_name, inputs=self.inputs_name)
+        pattern = get_pattern(self.family)
+        args: list = [None] * (max((u for u in self.order if u is not None), default=-1) + 1)
+        for name, u in zip(pattern.inputs, self.order):
+            if u is not None:
+                args[u] = inputs[name]
+        outputs = self._workload.call(args, group)
+        dtype = next(iter(inputs.values())).dtype
+        return {name: out.to(dtype) for name, out in zip(pattern.outputs, outputs)}
+
+
+def adapter_text(*, family: str, order: Sequence[Optional[int]], reference: Optional[str],
+                 inputs: Optional[str]) -> str:
+    """The ``cuco_workload.py`` of a spec folder."""
+    return ('"""cuco\'s reference contract over the workload in reference.py (written by `cuco init`; see\n'
+            'cuco/workload_adapter.py)."""\n\nfrom cuco.workload_adapter import Adapter\n\n'
+            f"_A = Adapter(__file__, family={family!r}, order={tuple(order)!r}, reference={reference!r}, "
+            f"inputs={inputs!r})\nmake_inputs, reference = _A.make_inputs, _A.reference\n")

@@ -1,0 +1,157 @@
+"""A user's workload as users write it, read into one shape: per-rank inputs and a call.
+
+Forms (found in this order; ``--reference`` / ``--inputs`` name the functions of the last two):
+
+- ``kernelbench``: ``class Model(nn.Module)`` whose ``forward(*inputs)`` calls torch.distributed,
+  ``get_inputs()`` (one rank's inputs; it may call ``dist.get_rank()``) and optionally
+  ``get_init_inputs()`` (the constructor's arguments);
+- ``solution``: ``solution(*inputs)`` with ``get_inputs()``;
+- ``native``: cuco's own ``reference(inputs: dict, dims, group) -> dict`` with
+  ``make_inputs(dims, rank, world, dtype, gen) -> dict`` (it needs a family's dims: see
+  ``needs_dims``);
+- ``function``: any ``f(*inputs)`` (a keyword ``group`` is passed when it takes one) with an input
+  builder taking ``()``, ``(rank, world)`` or ``(rank, world, gen)``.
+
+Inputs may be float, int or bool tensors and plain scalars; outputs a tensor or a tuple or list of
+them. Everything here runs inside a gloo process group (torch is imported by the caller).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from design_space.errors import SpecError
+
+FORMS = ("kernelbench", "solution", "native", "function")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One rank's view of a user workload: ``build(rank, world, gen)`` -> inputs (a list, the call's
+    argument order), ``call(inputs, group)`` -> outputs (a list)."""
+
+    form: str
+    path: str
+    build: Callable[[int, int, Any], list]
+    call: Callable[[list, Any], list]
+    input_names: tuple[str, ...]
+    output_names: tuple[str, ...] = ()
+
+
+def load_module(path: Path):
+    """Import the user's file by path (its folder on sys.path, so its own imports work)."""
+    path = Path(path).resolve()
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(f"cuco_user_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise SpecError(f"cannot import {path}", "pass a Python file")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def detect_form(module, reference: Optional[str] = None, inputs: Optional[str] = None) -> str:
+    names = set(dir(module))
+    if reference is None and {"Model", "get_inputs"} <= names and inspect.isclass(getattr(module, "Model")):
+        return "kernelbench"
+    if reference is None and {"solution", "get_inputs"} <= names:
+        return "solution"
+    ref, inp = reference or "reference", inputs or "make_inputs"
+    if ref in names and inp in names and _arity(getattr(module, inp)) == 5:
+        return "native"
+    if ref in names and inp in names:
+        return "function"
+    found = ", ".join(sorted(n for n in names if callable(getattr(module, n)) and not n.startswith("_"))) or "none"
+    raise SpecError(f"{module.__file__} has no workload cuco can read (callables: {found})",
+                    "give it a KernelBench-style Model + get_inputs() (+ get_init_inputs()), a solution(*inputs) + "
+                    "get_inputs(), or name your function and input builder with --reference F --inputs G")
+
+
+def _arity(fn) -> int:
+    try:
+        return len([p for p in inspect.signature(fn).parameters.values()
+                    if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty])
+    except (TypeError, ValueError):
+        return -1
+
+
+def as_list(value: Any) -> list:
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    if isinstance(value, dict):
+        return list(value.values())
+    return [value]
+
+
+def _builder(fn) -> Callable[[int, int, Any], list]:
+    n = _arity(fn)
+    if n == 0:
+        return lambda rank, world, gen: as_list(fn())
+    if n == 2:
+        return lambda rank, world, gen: as_list(fn(rank, world))
+    if n == 3:
+        return lambda rank, world, gen: as_list(fn(rank, world, gen))
+    raise SpecError(f"the input builder {fn.__name__} takes {n} arguments", "give it (), (rank, world) or "
+                    "(rank, world, gen)")
+
+
+def _with_group(fn) -> Callable[[list, Any], list]:
+    takes_group = "group" in inspect.signature(fn).parameters
+    return lambda inputs, group: as_list(fn(*inputs, group=group) if takes_group else fn(*inputs))
+
+
+def load(path: Path, *, reference: Optional[str] = None, inputs: Optional[str] = None,
+         dims: Optional[dict] = None, dtype: Any = None) -> Workload:
+    """The workload of ``path``. ``dims``/``dtype``: what a native builder is called with."""
+    module = load_module(path)
+    form = detect_form(module, reference, inputs)
+    if form == "kernelbench":
+        init = getattr(module, "get_init_inputs", lambda: [])
+        model = module.Model(*as_list(init()))
+        if any(True for _ in model.parameters()):
+            raise SpecError(f"{path}: Model holds parameters ({', '.join(n for n, _ in model.named_parameters())})",
+                            "pass every weight to forward() as an input (get_inputs returns it), so each rank's "
+                            "shard is an input cuco can hand to a kernel")
+        return Workload(form, str(path), lambda rank, world, gen: as_list(module.get_inputs()),
+                        lambda xs, group: as_list(model(*xs)), _param_names(model.forward))
+    if form == "solution":
+        return Workload(form, str(path), lambda rank, world, gen: as_list(module.get_inputs()),
+                        _with_group(module.solution), _param_names(module.solution))
+    ref, inp = getattr(module, reference or "reference"), getattr(module, inputs or "make_inputs")
+    if form == "native":
+        if dims is None:
+            raise SpecError("a native reference needs a family's dims to build its inputs",
+                            "pass --pattern with it, or use a KernelBench-style file")
+        names: list[str] = []
+
+        def build(rank, world, gen):
+            made = inp(dict(dims), rank, world, dtype, gen)
+            names[:] = list(made)
+            return list(made.values())
+        return Workload(form, str(path), build,
+                        lambda xs, group: as_list(ref(dict(zip(names, xs)), dict(dims), group)), ())
+    return Workload(form, str(path), _builder(inp), _with_group(ref), _param_names(ref))
+
+
+def _param_names(fn) -> tuple[str, ...]:
+    try:
+        return tuple(p.name for p in inspect.signature(fn).parameters.values()
+                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.name not in ("self", "group"))
+    except (TypeError, ValueError):
+        return ()
+
+
+def describe(values: Sequence) -> list[str]:
+    """``name: shape dtype`` lines of tensors or scalars, for diagnoses."""
+    out = []
+    for v in values:
+        shape = getattr(v, "shape", None)
+        out.append(f"{list(shape)} {str(getattr(v, 'dtype', '')).replace('torch.', '')}" if shape is not None
+                   else f"scalar {v!r}")
+    return out
