@@ -57,14 +57,14 @@ class Signature:
     base_dims: dict = field(default_factory=dict)
     sizes: tuple[str, ...] = ()  # the dims that set some input's length (the others are flags)
 
-    def shown(self, name: str, dims: Optional[dict] = None) -> str:
+    def shown(self, name: str) -> str:
         sig = next(s for s in self.inputs if s.name == name)
         if sig.axes is None:
             return f"{name} (scalar)"
         return f"{name} [{', '.join(a.label(self.world) for a in sig.axes)}]"
 
 
-def _kind(value: Any) -> str:
+def kind_of(value: Any) -> str:
     dtype = str(getattr(value, "dtype", ""))
     if not hasattr(value, "shape"):
         return "scalar"
@@ -98,7 +98,7 @@ def infer_signature(family: str, builder: Callable[[dict], dict], base: dict, di
             for d in grows:
                 coef /= base[d]
             axes.append(Axis(coef, grows))
-        inputs.append(InputSignature(name, tuple(axes), _kind(value)))
+        inputs.append(InputSignature(name, tuple(axes), kind_of(value)))
     return Signature(family, world, tuple(inputs), dict(base), tuple(doubled))
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -82,7 +81,7 @@ def _try_family(entry: dict, user_in: list, user_out: list, world: int, rank: in
 
     sig = fs.infer_signature(entry["name"], build, entry["base"], list(entry["base"]), world)
     shapes = [tuple(x.shape) if hasattr(x, "shape") else None for x in user_in]
-    kinds = [fs._kind(x) for x in user_in]
+    kinds = [fs.kind_of(x) for x in user_in]
     fitted = fs.fit(sig, shapes, kinds)
     if fitted is None:
         return {"status": "no_fit", "why": fs.mismatches(sig, shapes), "distance": fs.distance(sig, shapes)}
