@@ -13,7 +13,7 @@ pool, database write latency under 4 concurrent writers, and a Ray scheduling si
   PostgreSQL database (a throwaway server, tests/postgres_server.py); p50 / p95 of one write.
 - schedule: a local Ray with 64 stand-in GPUs (a custom resource); 96 evaluations needing 8, 4 or 2
   GPUs (world sizes 8, 4, 2; 1:1:1) that hold them for a stated GPU time (verify + bench: 8 s at
-  world 8, 6 s at 4, 4 s at 2, scaled down 1:4 here), submitted all at once to a cluster whose worker
+  world 8, 6 s at 4, 4 s at 2), submitted all at once to a cluster whose worker
   processes are already started; each stand-in GPU's busy share over the makespan (target >= 90%)
   and what limits it.
 """
@@ -135,7 +135,7 @@ def db_part(postgres: bool) -> list[str]:
 def schedule_part() -> list[str]:
     import ray
 
-    gpus, scale = 64, 0.25
+    gpus, scale = 64, 1.0
     # keep idle workers alive (Ray kills those beyond num_cpus after 1 s by default): on a real
     # cluster each GPU slot's worker is long-lived
     ray.init(num_cpus=2, resources={"stand_in_gpu": gpus}, log_to_driver=False,
@@ -158,8 +158,8 @@ def schedule_part() -> list[str]:
     ideal = busy / gpus
     return [f"{len(jobs)} evaluations on {gpus} stand-in GPUs: makespan {makespan:.2f} s, ideal {ideal:.2f} s, "
             f"busy share {busy / (gpus * makespan):.1%}",
-            "what limits it: Ray's per-task scheduling latency (a few ms, against the 1-2 s scaled GPU times "
-            "here and 4-8 s real ones), worker processes a cold cluster must start first, and the last wave, "
+            "what limits it: Ray's per-task scheduling latency (a few ms, against the 4-8 s GPU times "
+            "here), worker processes a cold cluster must start first, and the last wave, "
             "when fewer evaluations are left than GPUs"]
 
 

@@ -118,6 +118,8 @@ def evolve(
                                                               "one); slurm: `local` runs jobs on this machine"),
     gpus: str = typer.Option("", help="local launcher: GPU ids evaluations may take, e.g. 0-7 (each gets a "
                                       "disjoint set)"),
+    ahead: int = typer.Option(0, help="propose generations this many early, from the history complete by then, "
+                                      "so evaluation slots never wait on a generation's last candidate"),
     wide: bool = typer.Option(False, "--wide", help=_WIDE_HELP),
 ) -> None:
     """Search the design space for SPEC (resumes when the run already exists)."""
@@ -133,7 +135,7 @@ def evolve(
                       generations=v["generations"], population=v["population"], workers=v["workers"], seed=v["seed"],
                       points=v["point"], max_wall=v["max_wall"], top=top, json_out=json_out, keep_work=v["keep_work"],
                       console=_console(wide), gpu=v["gpu"], launcher=v["launcher"],
-                      launcher_address=v["launcher_address"], gpus=v["gpus"], config_file=config,
+                      launcher_address=v["launcher_address"], gpus=v["gpus"], config_file=config, ahead=v["ahead"],
                       llm=LLMSettings(names=tuple(v["llm"]), budget_usd=v["llm_budget"], share=v["llm_share"],
                                       fast_path=v["fast_path"], timeout_s=v["llm_timeout"],
                                       context_tokens=v["llm_context"]))

@@ -64,7 +64,8 @@ def run_evolve(spec_path: Path, *, run_dir: Optional[Path], run_name: Optional[s
                generations: int, population: int, workers: Optional[int], seed: int, points: Sequence[str],
                max_wall: Optional[float], top: int, json_out: bool, keep_work: bool, console,
                gpu: str = "auto", llm: Optional[LLMSettings] = None, launcher: str = "local",
-               launcher_address: Optional[str] = None, gpus: str = "", config_file: Optional[Path] = None) -> int:
+               launcher_address: Optional[str] = None, gpus: str = "", config_file: Optional[Path] = None,
+               ahead: int = 0) -> int:
     """Run the search and print its leaderboard; the exit status: 0, or 1 when candidates were
     evaluated and none is correct (the most common reason is said)."""
     spec = load_spec(spec_path)
@@ -74,7 +75,7 @@ def run_evolve(spec_path: Path, *, run_dir: Optional[Path], run_name: Optional[s
                             workers=workers or max(1, os.cpu_count() or 1), seed=seed, max_wall_s=max_wall,
                             keep_work=keep_work, seed_points=seed_points, gpu=gpu, llm=llm or LLMSettings(),
                             launcher=launcher, launcher_address=launcher_address, gpus=gpus,
-                            config_file=str(config_file) if config_file else None)
+                            config_file=str(config_file) if config_file else None, ahead=ahead)
     if not json_out:
         console.print(line(("cuco evolve", "bold"), f" {spec.name} ({spec.pattern}) on {spec.hardware}, world "
                            f"{spec.target_world} -> {options.run_dir}"))

@@ -43,7 +43,7 @@ def verdict_or_error(path: Path, *, reference: Optional[str], inputs: Optional[s
     if verdict.match is None:
         raise SpecError(f"{path.name}: {verdict.diagnosis()}",
                         "change the reference as the reason says (cuco checks it against each family's canonical "
-                        "reference on your own inputs), or register a pattern of your own (docs/commands.md)")
+                        "reference on your own inputs), or register a pattern of your own (docs/custom_pattern.md)")
     return verdict
 
 

@@ -12,7 +12,7 @@ import hashlib
 import os
 import secrets
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,6 +29,7 @@ from evaluator.cascade import Evaluator, EvaluatorConfig
 from evaluator.emulate import EmulationSettings
 from cuco.agent_wiring import AgentWiring, LLMSettings, configured_names
 from cuco.run_folder import prepare_run_folder
+from cuco.evaluation_queue import EvaluationQueue
 from cuco.semantic_gate import require_semantics
 from evaluator import launchers, sandbox
 
@@ -53,9 +54,13 @@ class EvolveOptions:
     launcher_address: Optional[str] = None  # ray: a cluster's address; slurm: "local" runs submitit locally
     gpus: str = ""  # local: the GPU ids evaluations may take (e.g. "0-7"), each a disjoint set
     config_file: Optional[str] = None  # the TOML run config the options came from (recorded with the run)
+    ahead: int = 0  # generations proposed before the history they could read is complete (0: barriers)
     llm: LLMSettings = field(default_factory=LLMSettings)  # no names: template proposer only
 
     def check(self) -> None:
+        if self.ahead < 0:
+            raise ConfigError(f"--ahead must be 0 or more, got {self.ahead}", "pass --ahead 0 (generation "
+                              "barriers) or 1 (propose one generation early)")
         for name in ("generations", "population", "workers"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"--{name} must be at least 1, got {getattr(self, name)}", f"pass --{name} 1 or more")
@@ -145,6 +150,7 @@ class _Loop:
         self.proposer = create_proposer(options.proposer)
         self.started = time.monotonic()
         self.seconds = {"prepare": 0.0, "propose": 0.0, "evaluate": 0.0}
+        self._proposing = 0.0  # proposal time inside the evaluation loop (not counted as evaluating)
         self.evaluated = 0
         # the evaluator checks the toolchain: fail before anything is written
         settings = EmulationSettings(timeout_s=options.emulation_timeout_s)
@@ -249,31 +255,65 @@ class _Loop:
                           seconds={**self.seconds, "agents_evaluator": self.agents.evaluator_s if self.agents else 0.0})
 
     def _generations(self) -> tuple[RunStatus, str]:
-        for gen in range(self.options.generations):
-            if self._deadline_passed():
-                return RunStatus.STOPPED, f"--max-wall reached before generation {gen}; run again to resume"
-            have = self.store.candidates(self.name, generation=gen)
-            if len(have) < self.options.population:
-                t = time.monotonic()
-                try:
-                    self._propose(gen, self.options.population - len(have))
-                except BudgetExhausted as e:
-                    return RunStatus.STOPPED, f"{e.problem}; {e.fix}"
-                finally:
-                    self.seconds["propose"] += time.monotonic() - t
-            # never evaluated (a killed run's in-flight work among them), then those --max-wall cut short
-            pending = [c for c in (*self.store.unevaluated(self.name), *self.store.cut_short(self.name))
-                       if c.generation <= gen]
-            self.emit(Event("generation", f"generation {gen}: {len(pending)} to evaluate", generation=gen,
-                            total=len(pending)))
-            t = time.monotonic()
-            finished = self._evaluate_all(pending)
-            self.seconds["evaluate"] += time.monotonic() - t
-            if not finished:
-                return RunStatus.STOPPED, "--max-wall reached; unevaluated candidates resume on the next run"
+        """Propose each generation once the history it may read is complete, and keep evaluations
+        flowing. Generation g's proposals read the generations up to g - 1 - ahead: with ``ahead``
+        0 every generation waits for the one before (the search sees all it can); with ``ahead`` N
+        they are proposed N generations early, while earlier ones still run, so slots stay busy.
+        Either way the history a proposal reads is fixed, so a seed gives the same candidates."""
+        total, ahead = self.options.generations, self.options.ahead
+        q = EvaluationQueue(slots=self.launcher.slots, submit=self._submit, record=self._record,
+                            orphaned=self._orphaned, parent_sources=self._parent_sources,
+                            deadline_passed=self._deadline_passed)
+        # never evaluated (a killed run's in-flight work among them), then those --max-wall cut short
+        q.add([*self.store.unevaluated(self.name), *self.store.cut_short(self.name)])
+        gen, budget_note = 0, None
+        started = time.monotonic()
+        try:
+            while True:
+                while gen < total and budget_note is None and not q.busy_up_to(gen - 1 - ahead):
+                    if self._deadline_passed():
+                        return RunStatus.STOPPED, f"--max-wall reached before generation {gen}; run again to resume"
+                    budget_note = self._fill_generation(gen, ahead)
+                    if budget_note is None:
+                        q.add(self.store.unevaluated(self.name))
+                        waiting = sum(1 for c in q.waiting if c.generation <= gen)
+                        self.emit(Event("generation", f"generation {gen}: {waiting} to evaluate", generation=gen,
+                                        total=waiting))
+                        gen += 1
+                if q.empty:
+                    break
+                q.pump()
+                if not q.running:  # work left that the deadline keeps from starting
+                    return RunStatus.STOPPED, "--max-wall reached; unevaluated candidates resume on the next run"
+                q.settle()
+        except BaseException:
+            q.abandon()
+            raise
+        finally:
+            self.seconds["evaluate"] += time.monotonic() - started - self._proposing
+        if budget_note is not None:
+            return RunStatus.STOPPED, budget_note
         return RunStatus.COMPLETE, f"{self.options.generations} generation(s) complete"
 
-    def _propose(self, gen: int, count: int) -> None:
+    def _fill_generation(self, gen: int, ahead: int) -> Optional[str]:
+        """Propose what generation ``gen`` lacks; the budget's note when it ran out, else None."""
+        have = self.store.candidates(self.name, generation=gen)
+        if len(have) >= self.options.population:
+            return None
+        t = time.monotonic()
+        try:
+            self._propose(gen, self.options.population - len(have), upto=gen - 1 - ahead)
+        except BudgetExhausted as e:
+            return f"{e.problem}; {e.fix}"
+        finally:
+            spent = time.monotonic() - t
+            self.seconds["propose"] += spent
+            self._proposing += spent
+        return None
+
+    def _propose(self, gen: int, count: int, upto: Optional[int] = None) -> None:
+        """Propose ``count`` candidates of generation ``gen`` from the history of generations up to
+        ``upto`` (default: every one before ``gen``)."""
         if gen == 0:
             for p in self.options.seed_points[:count]:
                 cand = Candidate(generation=0, origin=Origin(kind=OriginKind.MANUAL, patch_type="point"),
@@ -286,10 +326,18 @@ class _Loop:
                     count -= int(self.store.add_candidate(self.name, first))
         if count <= 0:
             return
-        history = self.store.leaderboard(self.name)
+        upto = gen - 1 if upto is None else upto
+        # the evaluations of generations up to ``upto``; later candidates stand as not yet evaluated
+        # (what they scored may still be changing while this runs, so it cannot be read)
+        board, stored = self.store.leaderboard(self.name), self.store.candidates(self.name)
+        if upto < gen - 1:  # the leaderboard's order would follow evaluations still landing: store order
+            order = {c.id: i for i, c in enumerate(stored)}
+            board = sorted(board, key=lambda ce: order[ce[0].id])
+        history = [(c, e if c.generation <= upto else None) for c, e in board if c.generation <= gen]
+        known = frozenset(c.content_hash for c in stored)
         request = ProposalRequest(spec=self.spec, pattern=self.pattern, hardware=self.hardware, generation=gen,
                                   count=count, seed=self.options.seed, history=history,
-                                  known_hashes=frozenset(c.content_hash for c, _ in history))
+                                  known_hashes=known)
         if self.agents is None:
             proposed = self.proposer.propose(request)
         else:
@@ -301,35 +349,6 @@ class _Loop:
         local = (lambda: self.evaluator.evaluate(cand, parent, self._deadline())) \
             if self.options.launcher == "local" else None
         return self.launcher.submit(job, local)
-
-    def _evaluate_all(self, pending: list[Candidate]) -> bool:
-        """Evaluate in parallel, storing each result as it lands; False if stopped by --max-wall."""
-        futures: dict[Future, Candidate] = {}
-        queue = list(pending)
-        parents = self._parent_sources(pending)
-        try:
-            while queue or futures:
-                while queue and len(futures) < self.launcher.slots and not self._deadline_passed():
-                    cand = queue.pop(0)
-                    parent = parents.get(cand.parent_ids[0]) if cand.parent_ids else None
-                    if cand.parent_ids and parent is None:
-                        self._record(cand, self._orphaned(cand))
-                        continue
-                    futures[self._submit(cand, parent)] = cand
-                if not futures:
-                    return not queue  # work left means the deadline stopped it
-                done, _ = wait(futures, return_when=FIRST_COMPLETED)
-                for fut in done:
-                    cand = futures.pop(fut)
-                    self._record(cand, fut.result())  # infrastructure faults propagate; candidate faults are data
-            return True
-        finally:
-            # On Ctrl-C or a fault, stop the in-flight stages instead of waiting for them; what was
-            # not stored is evaluated again on resume.
-            if futures:
-                sandbox.stop_all()
-                for fut in futures:
-                    fut.cancel()
 
     def _parent_sources(self, pending: list[Candidate]) -> dict[str, str]:
         """The sources of the first parents of ``pending`` (by id) that this run holds: the guard

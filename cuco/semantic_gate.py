@@ -37,8 +37,11 @@ def _key(spec: KernelSpec, files: list[Path]) -> str:
 def require_semantics(spec: KernelSpec, cache_dir: Path) -> None:
     """Raise SpecError naming the mismatch when the spec's reference does not compute its family."""
     ref = reference_file(spec)
-    if ref is None or ref == (EXAMPLES / spec.pattern / "reference.py").resolve():
-        return  # the family's own reference (or one cuco cannot locate: the reference run will say so)
+    canonical = EXAMPLES / spec.pattern / "reference.py"
+    if ref is None or not canonical.is_file() or ref == canonical.resolve():
+        # the family's own reference; a plugin pattern's (its spec's reference defines it); or one
+        # cuco cannot locate (the reference run will say so)
+        return
     inputs = reference_file(spec, "inputs") or ref
     key = _key(spec, [ref, inputs])
     memo = Path(cache_dir) / "semantics" / f"{key}.json"
