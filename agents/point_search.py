@@ -91,7 +91,7 @@ def prior_for(spec: KernelSpec, pattern: Pattern, hardware: HardwareProfile) -> 
     costs = []
     for shape in spec.shapes:
         try:
-            costs.append(pattern.cost(shape.dims, world, dtype))
+            costs.append(pattern.cost(shape.at(world), world, dtype))
         except (ArithmeticError, KeyError, ValueError):  # a shape the pattern cannot cost: rank by the others
             continue
     points = tuple(valid_points(pattern, hardware, spec.restrictions))

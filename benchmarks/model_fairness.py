@@ -73,7 +73,7 @@ def shape_rows(spec, hw, old_hw, old_model):
     points = ds.valid_points(pattern, hw, spec.restrictions)
     rows, per_point = [], {"old": [], "tc": [], "scalar": []}
     for case in spec.shapes:
-        cost = pattern.cost(case.dims, world, dtype)
+        cost = pattern.cost(case.at(world), world, dtype)
         old_base = old_model.baseline_time(cost, world, old_hw, dtype.value)
         old = [old_base / old_model.simulate(cost, p, world, old_hw, dtype.value) for p in points]
         old_gain = old_model.estimate(cost, points[0], world, old_hw, dtype.value).best_gain
@@ -154,8 +154,9 @@ def code_rows(hw) -> None:
 def _tc_score(spec, pattern, hw, point) -> float:
     speedups = []
     for case in spec.shapes:
-        shape = ShapeModel(pattern.cost(case.dims, spec.target_world, spec.dtype), spec.target_world, hw,
-                           spec.dtype.value, TENSOR_CORE_TYPICAL)
+        world = spec.target_world
+        shape = ShapeModel(pattern.cost(case.at(world), world, spec.dtype), world, hw, spec.dtype.value,
+                           TENSOR_CORE_TYPICAL)
         speedups.append(shape.baseline / shape.simulate(point))
     return geomean(speedups)
 

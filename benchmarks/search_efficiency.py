@@ -88,7 +88,7 @@ def workloads(only: list[str]) -> list[Workload]:
             continue
         spec = headline_spec(load_spec(folder))
         pattern, hw = ds.get_pattern(spec.pattern), ds.get_profile(HARDWARE)
-        problems = pattern.dim_problems(spec.headline.dims, WORLD)
+        problems = pattern.dim_problems(spec.headline.at(WORLD), WORLD)
         if problems:
             print(f"{name}: skipped, headline shape does not fit world {WORLD}: {'; '.join(problems)}")
             continue
@@ -100,7 +100,7 @@ class Model:
     """The analytic model at the headline shape, memoised per point."""
 
     def __init__(self, w: Workload) -> None:
-        self.cost = w.pattern.cost(w.spec.headline.dims, WORLD, w.spec.dtype)
+        self.cost = w.pattern.cost(w.spec.headline.at(WORLD), WORLD, w.spec.dtype)
         self.w = w
         self._cache: dict[ds.DesignPoint, ds.Estimate] = {}
 

@@ -194,8 +194,8 @@ def _write_package(folder: Path, st: _Stored, sig, package: str) -> None:
 
 
 def _config(spec: KernelSpec, sig, package: str) -> dict[str, Any]:
-    head = dict(spec.headline.dims)
     world = spec.emulation_world_sizes[0]
+    head = spec.headline.at(world)
     carried = set(sig.from_inputs(dict(zip([n for n, _ in sig.inputs], sig.input_shapes(head, world))), world))
     tol = spec.tolerances[spec.dtype]
     return {
@@ -205,10 +205,19 @@ def _config(spec: KernelSpec, sig, package: str) -> dict[str, Any]:
         # do not read): the headline shape's value, so ctx.dims is always complete
         "fixed": {d: int(head[d]) for d in sig.dims if d not in carried and d not in sig.flags},
         "tolerance": {"atol": tol.atol, "rtol": tol.rtol},
-        "shapes": {"emulation": [s.model_dump() for s in spec.emulation_shapes],
-                   "sweep": [s.model_dump() for s in spec.shapes]},
+        "shapes": {"emulation": [_shape(s, spec.emulation_world_sizes) for s in spec.emulation_shapes],
+                   "sweep": [_shape(s, spec.world_sizes) for s in spec.shapes]},
         "world_sizes": list(spec.world_sizes),
     }
+
+
+def _shape(case, worlds) -> dict[str, Any]:
+    """A shape as check.py reads it; a dim of the world size (``"64*n"``) also as its value at each
+    of the spec's world sizes, so the package needs no expression parser of its own."""
+    out = case.model_dump()
+    if case.scales:
+        out["dims_by_world"] = {str(w): case.at(w) for w in worlds}
+    return out
 
 
 def _reference_file(spec: KernelSpec) -> Optional[Path]:
@@ -275,7 +284,8 @@ def _example(sig, spec: KernelSpec) -> dict[str, Any]:
     """The README's layer: weights are module parameters, the other inputs forward()'s arguments."""
     names = [n for n, _ in sig.inputs]
     acts = [n for n in names if n not in sig.weights]
-    flag_defaults = {f: int(spec.headline.dims[f]) for f in sig.flags}
+    world = spec.emulation_world_sizes[0]
+    flag_defaults = {f: int(spec.headline.at(world)[f]) for f in sig.flags}
     return {
         "class_name": "".join(p.title() for p in spec.pattern.split("_")) + "Layer",
         "init_args": "".join(f"{w}, " for w in sig.weights) + "".join(f"{f}={v}, " for f, v in flag_defaults.items()),
@@ -285,7 +295,7 @@ def _example(sig, spec: KernelSpec) -> dict[str, Any]:
         "weight_call": ", ".join(f'x["{w}"]' for w in sig.weights),
         "activation_call": ", ".join(f'x["{a}"]' for a in acts),
         "run_args": "".join(f"{n}, " for n in names),
-        "example_dims": repr(dict(spec.emulation_shapes[0].dims)),
+        "example_dims": repr(spec.emulation_shapes[0].at(world)),
         "input_shapes": dict(sig.inputs), "flag_defaults": flag_defaults,
     }
 

@@ -15,7 +15,7 @@ from typing import Optional
 from cuco.init_templates import _lit, _shape, example_spec
 from cuco.semantic_check import SemanticVerdict, check_workload
 from cuco.workload_adapter import adapter_text
-from design_space import SpecError, get_pattern
+from design_space import SpecError, dim_expr, get_pattern
 
 WORKLOAD_FORMS = ("kernelbench", "solution", "function")
 
@@ -56,14 +56,16 @@ def write_workload_spec(out: Path, *, name: str, path: Path, verdict: SemanticVe
     if ex is None:
         raise SpecError(f"the {m.family} family has no example spec to take emulation shapes from",
                         "run cuco from its source checkout")
-    emu = [(s.name, {**s.dims, **m.variant}) for s in ex.emulation_shapes]
+    emu = emulation_shapes(m.family, m.dims, [(s.name, {**s.dims, **m.variant}) for s in ex.emulation_shapes],
+                           ex.emulation_world_sizes)
     text = (f'"""cuco spec {name}: {m.family}, from {path.name} ({verdict.form} form), checked against the family\'s\n'
             f'canonical reference by `cuco init` (see README.md)."""\n\n'
             "from design_space import DType, KernelSpec, ShapeCase\n\n"
             f"SPEC = KernelSpec(\n    name={_lit(name)},\n    pattern={_lit(m.family)},\n"
             f"    description={_lit(pattern.description)},\n"
             f"    world_sizes={_lit(ex.world_sizes)},\n"
-            "    # the sizes your get_inputs() built (global dims); add the shapes of your model here\n"
+            "    # the sizes your get_inputs() built (global dims; \"64*n\": 64 on each of n ranks, n the world\n"
+            "    # size, never a dim); add the shapes of your model here\n"
             f"    shapes=(\n{_shape('user', dict(m.dims))}    ),\n"
             "    # tiny shapes for the CPU emulator, the family's, with your workload's flags\n"
             "    emulation_shapes=(\n" + "".join(_shape(n, d) for n, d in emu) + "    ),\n"
@@ -77,6 +79,26 @@ def write_workload_spec(out: Path, *, name: str, path: Path, verdict: SemanticVe
     (out / "cuco_workload.py").write_text(adapter_text(family=m.family, order=m.order, reference=reference,
                                                        inputs=inputs))
     return ["spec.py", "reference.py", "cuco_workload.py"]
+
+
+def emulation_shapes(family: str, user: dict, shapes: list[tuple[str, dict]],
+                     worlds: tuple[int, ...]) -> list[tuple[str, dict]]:
+    """The family's tiny emulation shapes, each dim that grows with the world in the user's workload
+    growing here too: ``"n"`` stays ``"n"`` (one per rank is the workload's structure), ``"64*n"``
+    becomes the tiny shape's value at the largest world per rank (k=64 at 2, 4: ``"16*n"``). A
+    shape that then fits some world no longer is left out, unless none fits (then the family's)."""
+    scaled = {d: dim_expr.linear(v) for d, v in user.items() if isinstance(v, str)}
+    if not scaled:
+        return shapes
+    pattern, top, out = get_pattern(family), max(worlds), []
+    for name, dims in shapes:
+        grown = dict(dims)
+        for d, line in scaled.items():
+            if isinstance(grown.get(d), int) and line is not None:
+                grown[d] = "n" if line == (1, 0) else dim_expr.scaled(max(1, grown[d] // top))
+        if all(not pattern.dim_problems(dim_expr.resolve(grown, w), w) for w in worlds):
+            out.append((name, grown))
+    return out or shapes
 
 
 def how_it_matched(verdict: SemanticVerdict) -> str:

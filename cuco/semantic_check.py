@@ -3,10 +3,11 @@
 ``check_workload(path)`` runs the semantic probe (cuco/semantic_probe.py) on gloo at world sizes 2
 and 4: the user's own inputs and workload, then every family's canonical reference
 (examples/<family>/reference.py) on those same tensors. A family matches when, at every world
-size, the user's tensors read as its inputs with one set of global dims and its outputs equal the
-user's. A family is never picked from a name; when none matches, the verdict says why for the
-nearest one (shapes that fit but outputs that differ beat shapes that fit nothing), in terms a
-user can act on.
+size, the user's tensors read as its inputs with global dims on which the worlds agree (a dim
+fixed, or in proportion to the world size: ``k`` = 128 at 2 and 256 at 4 is ``"64*n"``, a fixed
+slice per rank) and its outputs equal the user's. A family is never picked from a name; when none
+matches, the verdict says why for the nearest one (shapes that fit but outputs that differ beat
+shapes that fit nothing; a dim the worlds disagree on beats both), in terms a user can act on.
 """
 
 from __future__ import annotations
@@ -19,19 +20,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
+from design_space import dim_expr
 from design_space.errors import SpecError
 from evaluator.reference import run_worker
 from design_space.patterns import get_pattern, pattern_names
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 PROBE_TIMEOUT_S = 240.0
-_RANK = {"match": 0, "differs": 1, "no_fit": 2}
+# "unscaled": a family computes it at each world size, but a dim neither stays fixed nor follows the
+# world; nearer than any family whose outputs differ, so the diagnosis names that dim
+_RANK = {"match": 0, "unscaled": 1, "differs": 2, "no_fit": 3}
 
 
 @dataclass(frozen=True)
 class FamilyMatch:
     family: str
-    dims: dict  # global dims of the user's workload (sizes and the flags that matched)
+    dims: dict  # global dims of the user's workload (sizes, "64*n" for one that grows with the world, flags)
     order: tuple[Optional[int], ...]  # user input index for each family input (None: the family's own)
     variant: dict = field(default_factory=dict)
 
@@ -55,6 +59,8 @@ class SemanticVerdict:
         if near is None:
             return "no workload family was tried"
         status, why, _ = self.reasons[near]
+        if status == "unscaled":
+            return f"the reference computes {near} at each world size, but " + "; ".join(why)
         lead = ("its inputs read as " if status == "differs" else "its inputs do not read as ") + near + "'s"
         shown = list(dict.fromkeys(why))[:2]
         more = f"; and {len(why) - len(shown)} more like it" if len(why) > len(shown) else ""
@@ -62,7 +68,8 @@ class SemanticVerdict:
 
 
 def family_entry(name: str) -> dict:
-    """What the probe needs of a family: its canonical reference, base dims, flag values."""
+    """What the probe needs of a family: its canonical reference, base dims, flag values (dims as
+    the example writes them; ``at_world`` gives a world's ints)."""
     from cuco.spec_loader import load_spec  # noqa: PLC0415
 
     folder = EXAMPLES / name
@@ -72,8 +79,14 @@ def family_entry(name: str) -> dict:
     spec = load_spec(folder)
     shapes = [*spec.emulation_shapes, *spec.shapes]
     base = dict(spec.emulation_shapes[0].dims)
-    flags = {d: sorted({s.dims[d] for s in shapes if d in s.dims})[:4] for d in base}
+    flags = {d: [s.dims[d] for s in shapes if d in s.dims] for d in base}
     return {"name": name, "reference_path": str(folder / "reference.py"), "base": base, "flags": flags}
+
+
+def at_world(entry: dict, world: int) -> dict:
+    """``entry`` with its dims' values at ``world`` ranks (an example may write ``"n"``)."""
+    flags = {d: sorted({dim_expr.value_at(v, world) for v in vs})[:4] for d, vs in entry["flags"].items()}
+    return {**entry, "base": dim_expr.resolve(entry["base"], world), "flags": flags}
 
 
 def _families(only: Optional[Sequence[str]]) -> list[str]:
@@ -110,30 +123,47 @@ def check_workload(path: Path, *, reference: Optional[str] = None, inputs: Optio
         for world in worlds:
             job = {"path": str(path), "reference": reference, "inputs": inputs, "world": world,
                    "init_file": str(work / f"pg{world}"), "out": str(work / f"report{world}.json"),
-                   "families": entries, "native_dims": native_dims}
+                   "families": [at_world(e, world) for e in entries],
+                   "native_dims": dim_expr.resolve(native_dims, world) if native_dims else native_dims}
             reports.append(_probe(job, work))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return _verdict(reports, [e["name"] for e in entries])
+    return _verdict(reports, [e["name"] for e in entries], tuple(worlds))
 
 
-def _verdict(reports: list[dict], names: list[str]) -> SemanticVerdict:
+def agreed_dims(per_world: Sequence[dict], worlds: Sequence[int]) -> tuple[dict, list[str]]:
+    """The dims the worlds agree on: a dim equal at every world as is, one in proportion to the
+    world size (128 at 2, 256 at 4) as ``"64*n"`` (``"n"`` for one per rank); and, for every other
+    dim, what it is at each world."""
+    out, bad = {}, []
+    for k in dict.fromkeys(k for d in per_world for k in d):
+        values = [d.get(k) for d in per_world]
+        if None not in values and len(set(values)) == 1:
+            out[k] = values[0]
+        elif None not in values and all(v % w == 0 for v, w in zip(values, worlds)) \
+                and len({v // w for v, w in zip(values, worlds)}) == 1:
+            out[k] = dim_expr.scaled(values[0] // worlds[0])
+        else:
+            bad.append(f"{k} is " + " and ".join(f"{v} at world size {w}" for v, w in zip(values, worlds)))
+    return out, bad
+
+
+def _verdict(reports: list[dict], names: list[str], worlds: Sequence[int] = (2, 4)) -> SemanticVerdict:
     reasons, match = {}, None
     for name in names:
         per_world = [r["families"].get(name, {"status": "no_fit", "why": ["not tried"]}) for r in reports]
         worst = max(per_world, key=lambda r: _RANK.get(r["status"], 3))
         if worst["status"] == "match":
-            dims = [tuple(sorted(r["dims"].items())) for r in per_world]
-            if len(set(dims)) == 1:
+            dims, bad = agreed_dims([r["dims"] for r in per_world], worlds)
+            if not bad:
                 reasons[name] = ("match", (), 0)
                 if match is None:
-                    match = FamilyMatch(name, dict(per_world[0]["dims"]), tuple(per_world[0]["order"]),
-                                        dict(per_world[0]["variant"]))
+                    match = FamilyMatch(name, dims, tuple(per_world[0]["order"]), dict(per_world[0]["variant"]))
                 continue
-            worst = {"status": "differs", "why": [
-                "its shards do not scale with the world size (global dims "
-                + " vs ".join(str(dict(d)) for d in dims) + " at world sizes 2 and 4): build each rank's "
-                "inputs from the world size, as tensor parallelism shards them"]}
+            worst = {"status": "unscaled", "why": [
+                "its dims neither stay fixed nor grow in proportion to the world size: " + "; ".join(bad)
+                + " (a dim may be fixed, or c*n for a fixed slice c per rank): build each rank's inputs from the "
+                "world size, as tensor parallelism shards them, or keep each rank's slice fixed"]}
         reasons[name] = (worst["status"], tuple(worst.get("why", ())), int(worst.get("distance", 0)))
     first = reports[0]
     return SemanticVerdict(first["form"], tuple(first["inputs"]), tuple(first["outputs"]), match, reasons)

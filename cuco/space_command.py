@@ -122,7 +122,9 @@ def _bounds_table(r: dict[str, Any]):
                     ("best valid point\non this shape", TEXT), ("its\nspeedup", FIGURE)):
         t.add_column(col, **kw)
     for s in r["shapes"]:
-        dims = " ".join(f"{k}={v}" for k, v in s["dims"].items())
+        written = s.get("dims_written", {})  # a dim of the world size shows its value here and its expression
+        dims = " ".join(f"{k}={v}" + (f" ({written[k]})" if isinstance(written.get(k), str) else "")
+                        for k, v in s["dims"].items())
         bound = f"{s['bound_us']:.1f} {'comp' if s['bound_by'] == 'compute' else 'comm'}"
         t.add_row(line(f"{s['shape']}\n", (dims, "dim")), f"{s['t_comp_us']:.1f}", f"{s['t_comm_us']:.1f}", bound, f"{s['baseline_us']:.1f}",
                   f"{s['ceiling']:.3g}x", shown(s["best_point"] or "-"), f"{s['best_speedup']:.3g}x"

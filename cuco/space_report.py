@@ -60,9 +60,10 @@ def check_fits(spec: KernelSpec, pattern: Pattern, hw: HardwareProfile, world: i
         raise SpecError(f"hardware profile {hw.name} has no peak figure for dtype {spec.dtype.value}",
                         f"use a dtype among {sorted(hw.peak_flops)} or another profile")
     for case in spec.shapes:
-        problems = pattern.dim_problems(case.dims, world)
+        problems = pattern.dim_problems(case.at(world), world)
         if problems:
-            raise SpecError(f"shape {case.name!r} does not fit world size {world}: {'; '.join(problems)}",
+            shown = f" ({case.shown(world)})" if case.scales else ""
+            raise SpecError(f"shape {case.name!r}{shown} does not fit world size {world}: {'; '.join(problems)}",
                             f"pass a --world that divides the shapes (the spec's world sizes: "
                             f"{', '.join(map(str, spec.world_sizes))})")
 
@@ -158,7 +159,7 @@ def ranked(spec: KernelSpec, pattern: Pattern, hw: HardwareProfile, world: int, 
            valid: list[DesignPoint]) -> tuple[Estimate, list[tuple[float, str]]]:
     """The shape's bound, baseline and ceiling, and every valid point's (simulated seconds, key),
     fastest first. Each point is simulated once: the bound and baseline do not depend on it."""
-    model = shape_model(pattern.cost(case.dims, world, spec.dtype), world, hw, spec.dtype.value, ASSUMED)
+    model = shape_model(pattern.cost(case.at(world), world, spec.dtype), world, hw, spec.dtype.value, ASSUMED)
     return model.estimate(_baseline_point()), sorted((model.simulate(p), p.key()) for p in valid)
 
 
@@ -171,7 +172,8 @@ def shape_bounds(spec: KernelSpec, pattern: Pattern, hw: HardwareProfile, world:
         est, order = ranked(spec, pattern, hw, world, case, valid)
         best_t, best = order[0] if order else (None, None)
         rows.append({
-            "shape": case.name, "dims": dict(case.dims),
+            "shape": case.name, "dims": case.at(world),
+            **({"dims_written": dict(case.dims)} if case.scales else {}),  # "64*n": the spec's own words
             "t_comp_us": _us(est.t_comp), "t_comm_us": _us(est.t_comm), "bound_us": _us(est.bound),
             "bound_by": "compute" if est.t_comp >= est.t_comm else "communication",
             "baseline_us": _us(est.baseline), "ceiling": _sig(est.ceiling),
@@ -191,7 +193,8 @@ def point_timings(spec: KernelSpec, pattern: Pattern, hw: HardwareProfile, world
     """``point``'s simulated time per shape with the bound and baseline it is scored against."""
     rows = []
     for case in spec.shapes:
-        est = estimate(pattern.cost(case.dims, world, spec.dtype), point, world, hw, spec.dtype.value, features=ASSUMED)
+        est = estimate(pattern.cost(case.at(world), world, spec.dtype), point, world, hw, spec.dtype.value,
+                       features=ASSUMED)
         rows.append({"shape": case.name, "simulated_us": _us(est.simulated), "bound_us": _us(est.bound),
                      "baseline_us": _us(est.baseline), "speedup": _sig(est.baseline / est.simulated),
                      "sol": _sig(est.bound / est.simulated)})
@@ -202,7 +205,7 @@ def top_points(spec: KernelSpec, pattern: Pattern, hw: HardwareProfile, world: i
                valid: list[DesignPoint], k: int) -> list[dict[str, Any]]:
     """The ``k`` best points by score (geometric mean over the spec's shapes of the speedup), with
     the headline ``shape``'s time, speedup and SOL beside it."""
-    models = {c.name: shape_model(pattern.cost(c.dims, world, spec.dtype), world, hw, spec.dtype.value, ASSUMED)
+    models = {c.name: shape_model(pattern.cost(c.at(world), world, spec.dtype), world, hw, spec.dtype.value, ASSUMED)
               for c in spec.shapes}
     bases = {name: m.estimate(_baseline_point()) for name, m in models.items()}
     scored = []

@@ -59,9 +59,10 @@ def check_spec(spec: KernelSpec) -> None:
     checks = [(c, w) for c in spec.shapes for w in spec.world_sizes]
     checks += [(c, w) for c in spec.emulation_shapes for w in spec.emulation_world_sizes]
     for case, world in checks:
-        problems = pattern.dim_problems(case.dims, world)
+        problems = pattern.dim_problems(case.at(world), world)  # a dim of n is checked at each world
         if problems:
-            raise SpecError(f"shape {case.name!r} does not fit world size {world}: {'; '.join(problems)}",
+            shown = f" ({case.shown(world)})" if case.scales else ""
+            raise SpecError(f"shape {case.name!r}{shown} does not fit world size {world}: {'; '.join(problems)}",
                             "change the shape or the world sizes so they divide")
 
 

@@ -123,13 +123,16 @@ def prepare(spec: KernelSpec, pattern: Pattern, cache_root: Path, *, worlds: Seq
     """Reference data for every (world, case, seed); computed once, then read from ``cache_root``."""
     out: list[ReferenceCase] = []
     for world in worlds:
-        for case in cases:
+        # a dim of the world size (``"64*n"``) is an int from here on: the reference, its cache key
+        # and every stage after it (emulation, the observed point) see this world's value
+        cases_w = [c.resolved(world) for c in cases]
+        for case in cases_w:
             problems = pattern.dim_problems(case.dims, world)
             if problems:
                 raise SpecError(f"emulation shape {case.name!r} does not fit world size {world}: "
                                 + "; ".join(problems), "change the spec's emulation_shapes or emulation_world_sizes")
-        folder = cache_root / f"w{world}-{_fingerprint(spec, world, cases, seeds)}"
+        folder = cache_root / f"w{world}-{_fingerprint(spec, world, cases_w, seeds)}"
         if not all((folder / f"index_r{r}.json").is_file() for r in range(world)):
-            _run_world(spec, world, cases, seeds, folder)
-        out.extend(_load(pattern, world, folder, cases))
+            _run_world(spec, world, cases_w, seeds, folder)
+        out.extend(_load(pattern, world, folder, cases_w))
     return out

@@ -57,7 +57,7 @@ def simulate(spec: KernelSpec, pattern: Pattern, hw: HardwareProfile, point: Des
     world = spec.target_world
     out = []
     for shape in spec.shapes:
-        est = estimate(pattern.cost(shape.dims, world, spec.dtype), point, world, hw, spec.dtype.value,
+        est = estimate(pattern.cost(shape.at(world), world, spec.dtype), point, world, hw, spec.dtype.value,
                        features=features, calibration=calibration)
         out.append(Timing(shape=shape.name, world=world, source=TimingSource.SIMULATED, seconds=est.simulated,
                           bound_seconds=est.bound, baseline_seconds=est.baseline))

@@ -3,10 +3,12 @@ written for the shapes it will be checked at.
 
 For every emulation shape of the spec, a pool holds the shape itself and ``variants`` shapes drawn
 from a seeded distribution around it (each varied dimension between half and 1.25 times its
-value, ragged sizes included, every draw valid at every emulation world size). Each evaluation
-picks one shape per pool with a random generator seeded by the candidate, so different candidates
-meet different shapes and one candidate always meets the same ones (a verdict can be reproduced);
-the spec's own shapes are the centre of the distribution, not shapes a candidate is checked at.
+value, ragged sizes included, every draw valid at every emulation world size; a dim written as
+``a*n + b`` of the world size keeps growing with it and draws its per-rank ``a`` the same way).
+Each evaluation picks one shape per pool with a random generator seeded by the candidate, so
+different candidates meet different shapes and one candidate always meets the same ones (a verdict
+can be reproduced); the spec's own shapes are the centre of the distribution, not shapes a
+candidate is checked at.
 The pool is drawn once per run (its seed) because every shape needs a reference run on gloo.
 """
 
@@ -17,6 +19,8 @@ import math
 import random
 from typing import Mapping, Sequence
 
+from design_space import dim_expr
+from design_space.dim_expr import DimValue
 from design_space.patterns import Pattern
 from design_space.spec import ShapeCase
 
@@ -27,8 +31,8 @@ def _seeded(*parts: object) -> random.Random:
     return random.Random(hashlib.sha256(":".join(map(str, parts)).encode()).digest())
 
 
-def _fits(pattern: Pattern, dims: Mapping[str, int], worlds: Sequence[int]) -> bool:
-    return all(not pattern.dim_problems(dims, w) for w in worlds)
+def _fits(pattern: Pattern, dims: Mapping[str, DimValue], worlds: Sequence[int]) -> bool:
+    return all(not pattern.dim_problems(dim_expr.resolve(dims, w), w) for w in worlds)
 
 
 def _draw(rng: random.Random, value: int, step: int) -> int:
@@ -38,9 +42,28 @@ def _draw(rng: random.Random, value: int, step: int) -> int:
     return rng.randint(lo, hi)
 
 
+def _varied(value: DimValue) -> bool:
+    """A fixed dim above 1 varies; a dim of the world size ``a*n + b`` varies its per-rank ``a``
+    when ``a > 1``. ``n`` itself (one per rank: an MoE's expert per rank) and non-linear ones
+    (``n*n``, ``n//2``) are the workload's structure, not a size, and stay as written."""
+    if isinstance(value, int):
+        return value > 1
+    line = dim_expr.linear(value)
+    return line is not None and line[0] > 1
+
+
+def _drawn(rng: random.Random, value: DimValue, step: int) -> DimValue:
+    if isinstance(value, int):
+        return _draw(rng, value, step)
+    a, b = dim_expr.linear(value)  # type: ignore[misc]
+    # the per-rank coefficient moves (a candidate cannot be written for 64 per rank) while the dim
+    # keeps growing with the world, as the workload's does
+    return dim_expr.scaled(_draw(rng, a, step), b)
+
+
 def variants(pattern: Pattern, base: ShapeCase, worlds: Sequence[int], count: int, seed: int) -> tuple[ShapeCase, ...]:
     """``count`` shapes drawn around ``base`` (fewer when the pattern's rules leave no room)."""
-    varied = [d for d in (pattern.varied_dims or pattern.dims) if d in base.dims and base.dims[d] > 1]
+    varied = [d for d in (pattern.varied_dims or pattern.dims) if d in base.dims and _varied(base.dims[d])]
     if not varied or count <= 0:
         return ()
     step = math.lcm(*worlds) if worlds else 1
@@ -52,7 +75,7 @@ def variants(pattern: Pattern, base: ShapeCase, worlds: Sequence[int], count: in
             break
         dims = dict(base.dims)
         for d in varied:
-            dims[d] = _draw(rng, base.dims[d], step)
+            dims[d] = _drawn(rng, base.dims[d], step)
         key = tuple(sorted(dims.items()))
         if key in seen or not _fits(pattern, dims, worlds):
             continue

@@ -31,7 +31,7 @@ def gemm_shapes() -> list[tuple[str, int, int, int]]:
     out = {}
     for name in WORKLOADS:
         spec = load_spec(gc.ROOT / "examples" / name)
-        cost = ds.get_pattern(spec.pattern).cost(spec.headline.dims, spec.target_world, spec.dtype)
+        cost = ds.get_pattern(spec.pattern).cost(spec.headline.at(spec.target_world), spec.target_world, spec.dtype)
         m, n = cost.out_rows, cost.out_cols
         k = round(cost.flops / (2 * m * n))
         out.setdefault((m, n, k), name)

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
+from design_space.dim_expr import WORLD_NOTE
 from design_space.patterns import Pattern
 from kernels.seed_analysis import SeedAnalysis, analyse_seed, reference_calls, strip_comments
 from design_space.spec import KernelSpec
@@ -27,6 +28,8 @@ def analyse(spec: KernelSpec, pattern: Pattern, seed_source: Optional[str]) -> s
              f"dtype {spec.dtype.value}; world sizes {', '.join(map(str, spec.world_sizes))}; "
              f"emulated at world {', '.join(map(str, spec.emulation_world_sizes))} on shapes "
              + "; ".join(f"{s.name} {s.dims}" for s in spec.emulation_shapes)]
+    if any(s.scales for s in (*spec.shapes, *spec.emulation_shapes)):
+        lines.append(WORLD_NOTE)
     if seed_source is not None:
         lines += ["source analysed: the host-driven seed program"] + seed_lines(seed_source)
     else:

@@ -9,6 +9,7 @@ import re
 from typing import Optional, Sequence
 
 from design_space.candidate import Candidate
+from design_space.dim_expr import WORLD_NOTE
 from design_space.dimensions import DIMENSION_DOCS
 from design_space.evaluation import Evaluation
 from design_space.hardware import HardwareProfile
@@ -26,12 +27,13 @@ INSPIRATION_CHARS = 3000  # one inspiration's diff, before the budget trims furt
 
 
 def spec_text(spec: KernelSpec, pattern: Pattern) -> str:
-    shapes = "; ".join(f"{s.name}: " + ", ".join(f"{k}={v}" for k, v in s.dims.items()) for s in spec.shapes)
+    shapes = "; ".join(f"{s.name}: {s.shown()}" for s in spec.shapes)
     lines = [f"Kernel {spec.name}: pattern {pattern.name} -- {pattern.description}",
              spec.description.strip() and f"Description: {spec.description.strip()}",
              f"dtype {spec.dtype.value}; world sizes {', '.join(map(str, spec.world_sizes))} "
              f"(target {spec.target_world}); headline shape {spec.headline.name}",
              f"Shapes (global dims): {shapes}",
+             any(s.scales for s in (*spec.shapes, *spec.emulation_shapes)) and WORLD_NOTE,
              f"Context layout: dims[] = {', '.join(pattern.dims)}; in[] = {', '.join(pattern.inputs)}; "
              f"out[] = {', '.join(pattern.outputs)}"]
     return "\n".join(line for line in lines if line)

@@ -55,14 +55,14 @@ def gpu_available() -> bool:
 
 
 def fitting_shapes(pattern: Pattern, shapes: Sequence[ShapeCase], world: int) -> list[ShapeCase]:
-    return [s for s in shapes if not pattern.dim_problems(s.dims, world)]
+    return [s for s in shapes if not pattern.dim_problems(s.at(world), world)]
 
 
 def _case(pattern: Pattern, spec: KernelSpec, shape: ShapeCase, world: int) -> dict:
-    d = spec.dtype
-    return {"name": shape.name, "dims": dict(shape.dims), "dims_list": [shape.dims[k] for k in pattern.dims],
-            "symm_bytes": pattern.symm_bytes(shape.dims, world, d),
-            "workspace_bytes": max(1 << 16, pattern.workspace_bytes(shape.dims, world, d))}
+    d, dims = spec.dtype, shape.at(world)  # a dim of the world size at this world
+    return {"name": shape.name, "dims": dims, "dims_list": [dims[k] for k in pattern.dims],
+            "symm_bytes": pattern.symm_bytes(dims, world, d),
+            "workspace_bytes": max(1 << 16, pattern.workspace_bytes(dims, world, d))}
 
 
 def _tensor(tf: reference.TensorFile) -> dict:
@@ -84,7 +84,7 @@ def _virtual_cases(spec, pattern, world, shapes, trials, seed, ref_root: Path) -
 
 def _job(spec, pattern, *, mode, backend, world, cases, trials, seed, task, timeout_s, run_timeout_s) -> dict:
     # the loosest of the outputs' tolerances at this world (no float64 calibration at GPU shapes)
-    collective = pattern.cost(spec.headline.dims, world, spec.dtype).collective
+    collective = pattern.cost(spec.headline.at(world), world, spec.dtype).collective
     tols = [output_tolerance(spec, name, world=world, collective=collective) for name in pattern.outputs]
     tol = max(tols, key=lambda t: (t.rtol, t.atol)) if tols else spec.tolerances[spec.dtype]
     return {"mode": mode, "backend": backend, "world": world, "dtype": spec.dtype.value, "dtype_code": spec.dtype.code,
@@ -163,7 +163,7 @@ def verify(source: str, spec: KernelSpec, pattern: Pattern, point: Optional[Desi
 
 def bound_seconds(spec: KernelSpec, pattern: Pattern, shape: ShapeCase, world: int, hardware: Optional[str]) -> float:
     hw = get_profile(hardware or spec.hardware)
-    cost = pattern.cost(shape.dims, world, spec.dtype)
+    cost = pattern.cost(shape.at(world), world, spec.dtype)
     return max(t_comp(cost, hw, spec.dtype.value), t_comm_ideal(cost, world, hw))
 
 
