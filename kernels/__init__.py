@@ -16,3 +16,5 @@ from kernels import gemm_reducescatter  # noqa: F401,E402
 from kernels import kv_cache_transfer  # noqa: F401,E402
 from kernels import moe_dispatch_combine  # noqa: F401,E402
 from kernels import ring_attention  # noqa: F401,E402
+from kernels import gemm_allgather  # noqa: F401,E402
+from kernels import reducescatter_rmsnorm  # noqa: F401,E402

@@ -7,3 +7,5 @@ from design_space.families import gemm_reducescatter  # noqa: F401
 from design_space.families import gemm_allreduce  # noqa: F401
 from design_space.families import ring_attention  # noqa: F401
 from design_space.families import moe_dispatch_combine  # noqa: F401
+from design_space.families import gemm_allgather  # noqa: F401
+from design_space.families import reducescatter_rmsnorm  # noqa: F401

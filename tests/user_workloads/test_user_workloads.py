@@ -21,6 +21,8 @@ MATCHING = {
     "vllm_row_parallel_allreduce": ((), "gemm_allreduce", {"rmsnorm": 2}),
     "row_parallel_allreduce_rmsnorm": (("--reference", "layer"), "gemm_allreduce", {"rmsnorm": 1}),
     "sequence_parallel_reduce_scatter": (("--reference", "row_parallel"), "gemm_reducescatter", {}),
+    "megatron_column_parallel_gather": ((), "gemm_allgather", {"bias": 1}),
+    "sequence_parallel_rmsnorm": ((), "reducescatter_rmsnorm", {"rmsnorm": 1, "residual": 1}),
 }
 # file -> what the one-line error must name
 MISMATCHED = {
