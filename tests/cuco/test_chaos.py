@@ -21,12 +21,14 @@ import pytest
 from candidates_db import Store
 from design_space.run import RunStatus
 
-pytestmark = pytest.mark.chaos
+TRIALS = int(os.environ.get("CUCO_CHAOS_TRIALS", "20"))
+# Each trial is a killed run plus a whole resumed one (~20-40 s here): the suite's 600 s default
+# would cut 20 trials short on a busy machine.
+pytestmark = [pytest.mark.chaos, pytest.mark.timeout(300 + 120 * TRIALS)]
 
 ROOT = Path(__file__).resolve().parents[2]
 CUCO = str(Path(sys.executable).parent / "cuco")
 EXAMPLE = str(ROOT / "examples" / "allgather_gemm")
-TRIALS = int(os.environ.get("CUCO_CHAOS_TRIALS", "20"))
 ARGS = ["--generations", "2", "--population", "3", "--workers", "2", "--seed", "11"]
 
 
