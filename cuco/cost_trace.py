@@ -14,7 +14,10 @@ recorded with its bytes, and reads the model's ``WorkloadCost`` off it:
 - ``hbm_bytes``: the mean rank's inputs, outputs and received bytes (each read or written once);
 - ``out_rows`` / ``out_cols``: the largest matrix product's output (else the first output) as rows
   of its last dimension; ``local_fraction`` 1/n for gather, scatter and all-to-all (a rank's own share
-  needs no transfer), else 0.
+  needs no transfer), else 0;
+- two phases (``WorkloadCost.then``) when the reference all-gathers, multiplies, then reduces (a
+  tensor-parallel MLP): the second phase starts with the last matrix product before the reduce
+  (``two_phases``).
 
 Bytes of floating tensors count at the spec dtype's size (a reference that reduces in fp32 for
 accuracy stands for a kernel that moves the dtype). What a trace cannot know: work the reference
@@ -33,7 +36,7 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Optional
 
 from design_space.model import WorkloadCost
 from design_space.spec import DType, KernelSpec
@@ -57,9 +60,10 @@ def _nbytes(x) -> int:
     return int(x.numel() * (min(size, _ITEMSIZE[0]) if x.is_floating_point() else size))
 
 
-def _matmul_shapes():
+def _matmul_shapes(flops_now: Callable[[], int]):
     """A dispatch mode that keeps the output shape of the largest matrix product (the GEMM whose
-    tiles the model's wave quantisation counts)."""
+    tiles the model's wave quantisation counts) and, per product in order, the FLOPs counted once
+    it ran, the bytes it read and wrote, its work and output shape (where two phases split)."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -69,6 +73,10 @@ def _matmul_shapes():
     class Shapes(TorchDispatchMode):
         best: tuple = (0, None)
 
+        def __init__(self):
+            super().__init__()
+            self.products: list = []
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             if func in products:
@@ -76,12 +84,15 @@ def _matmul_shapes():
                 work = out.numel() * inner
                 if work > self.best[0]:
                     self.best = (work, list(out.shape))
+                moved = _nbytes([a for a in args if hasattr(a, "numel")]) + _nbytes(out)
+                self.products.append((int(flops_now()), moved, int(work), list(out.shape)))
             return out
     return Shapes()
 
 
-def _recorder(dist, log: list):
-    """Wrap the collectives of ``dist`` so each call appends (kind, S bytes, received bytes)."""
+def _recorder(dist, log: list, flops_now: Callable[[], int]):
+    """Wrap the collectives of ``dist`` so each call appends (kind, S bytes, received bytes, FLOPs
+    counted before it)."""
     world = dist.get_world_size()
 
     def wrap(name: str, kind: str, size: Callable):
@@ -91,7 +102,7 @@ def _recorder(dist, log: list):
 
         def call(*args, **kwargs):
             s, received = size(*args, **kwargs)
-            log.append((kind, s, received))
+            log.append((kind, s, received, int(flops_now())))
             return original(*args, **kwargs)
         setattr(dist, name, call)
 
@@ -127,14 +138,15 @@ def run(job: dict, rank: int) -> None:
         _ITEMSIZE[0] = torch.empty((), dtype=dtype).element_size()
         inputs = make_inputs(dict(job["dims"]), rank, world, dtype, torch.Generator().manual_seed(77 + rank))
         log: list = []
-        _recorder(dist, log)
-        shapes = _matmul_shapes()
-        with FlopCounterMode(display=False) as counter, shapes:
+        counter = FlopCounterMode(display=False)
+        _recorder(dist, log, counter.get_total_flops)
+        shapes = _matmul_shapes(counter.get_total_flops)
+        with counter, shapes:
             outputs = reference(dict(inputs), dict(job["dims"]), dist.group.WORLD)
         first = next(iter(outputs.values()))
         mine = {"flops": int(counter.get_total_flops()), "in": _nbytes(list(inputs.values())),
                 "out": _nbytes(list(outputs.values())), "out_shape": list(first.shape),
-                "gemm_shape": shapes.best[1], "calls": list(log)}
+                "gemm_shape": shapes.best[1], "calls": list(log), "products": shapes.products}
         everyone = [None] * world
         dist.all_gather_object(everyone, mine)
         if rank == 0:
@@ -166,7 +178,11 @@ def traced_cost(spec: KernelSpec, dims: Mapping[str, int], world: int) -> Worklo
 
 
 def cost_of(ranks: list[dict], world: int) -> WorkloadCost:
-    """A WorkloadCost from each rank's trace (flops, bytes in/out, first output's shape, calls)."""
+    """A WorkloadCost from each rank's trace (flops, bytes in/out, first output's shape, calls);
+    two phases when the reference all-gathers, computes, then reduces (``two_phases``)."""
+    split = two_phases(ranks, world)
+    if split is not None:
+        return split
     flops = [r["flops"] for r in ranks]
     mean = sum(flops) / len(flops)
     per_rank: list[dict[str, float]] = []
@@ -174,7 +190,7 @@ def cost_of(ranks: list[dict], world: int) -> WorkloadCost:
     for r in ranks:
         received.append(sum(c[2] for c in r["calls"]))
         mine: dict[str, float] = {}
-        for kind, s, _ in r["calls"]:
+        for kind, s, *_ in r["calls"]:
             mine[kind] = mine.get(kind, 0) + s
         mine.pop("recv", None)
         per_rank.append(mine)
@@ -186,14 +202,75 @@ def cost_of(ranks: list[dict], world: int) -> WorkloadCost:
     out_bytes = ranks[0]["out"]
     if kind == "allreduce" and out_bytes * world <= s * 1.01 and out_bytes > 0:
         kind = "reducescatter"  # every rank keeps 1/n of the sum: a reduce-scatter (gloo has none)
-    shape = ranks[0].get("gemm_shape") or ranks[0]["out_shape"] or [1]
-    cols = shape[-1]
-    rows = max(1, int(round(_prod(shape) / max(1, cols))))
+    rows, cols = _rows_cols(ranks[0].get("gemm_shape") or ranks[0]["out_shape"] or [1])
     hbm = sum(r["in"] + r["out"] + rec for r, rec in zip(ranks, received)) / len(ranks)
     return WorkloadCost(flops=float(mean), hbm_bytes=float(hbm), collective=kind, comm_bytes=float(s),
-                        out_rows=rows, out_cols=int(cols),
-                        local_fraction=1.0 / world if kind in ("allgather", "reducescatter", "alltoall") else 0.0,
+                        out_rows=rows, out_cols=cols, local_fraction=_local_fraction(kind, world),
                         imbalance=max(flops) / mean if mean > 0 else 1.0)
+
+
+def _rows_cols(shape) -> tuple[int, int]:
+    """A product's output as rows of its last dimension."""
+    cols = shape[-1]
+    return max(1, int(round(_prod(shape) / max(1, cols)))), int(cols)
+
+
+def _local_fraction(kind: str, world: int) -> float:
+    """A rank's own share of a gather, scatter or all-to-all needs no transfer."""
+    return 1.0 / world if kind in ("allgather", "reducescatter", "alltoall") else 0.0
+
+
+_REDUCES = ("reducescatter", "allreduce")
+
+
+def _boundary(r: dict) -> Optional[int]:
+    """The FLOPs counted when one rank's second phase starts, or None when its calls are not
+    all-gathers then reduces with at least two matrix products between them: the second phase
+    starts with the last product before the reduce (the GEMM whose partial is reduced)."""
+    kinds = [c[0] for c in r["calls"]]
+    if not kinds or kinds[0] != "allgather" or set(kinds) - {"allgather", *_REDUCES}:
+        return None
+    first = next((i for i, k in enumerate(kinds) if k in _REDUCES), None)
+    if first is None or "allgather" in kinds[first:]:
+        return None
+    gathered, reduced = r["calls"][first - 1][3], r["calls"][first][3]
+    between = [p[0] for p in r.get("products", ()) if gathered < p[0] <= reduced]
+    return between[-2] if len(between) >= 2 else None
+
+
+def two_phases(ranks: list[dict], world: int) -> Optional[WorkloadCost]:
+    """A reference that all-gathers, multiplies, then reduces (a tensor-parallel MLP) as two phases
+    (docs/model.md, "Two phases"): the all-gather with the products before the last one, then that
+    product with the reduce. Each phase has its own FLOPs (the counter at the split), collective and
+    S; HBM bytes (inputs, outputs and received bytes, as for one phase) are split in proportion to
+    the bytes each phase's products read and write. None when the trace is not of that form."""
+    bounds = [_boundary(r) for r in ranks]
+    if any(b is None for b in bounds):
+        return None
+    mine = [[p for p in r["products"] if p[0] <= b] for r, b in zip(ranks, bounds)]
+    theirs = [[p for p in r["products"] if p[0] > b] for r, b in zip(ranks, bounds)]
+    moved = [_mean([sum(p[1] for p in ps) for ps in side]) for side in (mine, theirs)]
+    share = moved[0] / sum(moved) if sum(moved) > 0 else 0.5
+    hbm = _mean([r["in"] + r["out"] + sum(c[2] for c in r["calls"]) for r in ranks])
+    s_reduce = _mean([sum(c[1] for c in r["calls"] if c[0] in _REDUCES) for r in ranks])
+    kinds = {c[0] for c in ranks[0]["calls"] if c[0] in _REDUCES}
+    # an all-reduce after which every rank keeps 1/n of the sum is a reduce-scatter (gloo has none)
+    out = ranks[0]["out"]
+    kind = "reducescatter" if kinds == {"reducescatter"} or 0 < out * world <= s_reduce * 1.01 else "allreduce"
+    down = _phase([r["flops"] - b for r, b in zip(ranks, bounds)], hbm * (1 - share), kind, s_reduce,
+                  max(theirs[0], key=lambda p: p[2])[3], world)
+    return _phase(bounds, hbm * share, "allgather",
+                  _mean([sum(c[1] for c in r["calls"] if c[0] == "allgather") for r in ranks]),
+                  max(mine[0], key=lambda p: p[2])[3], world, then=down)
+
+
+def _phase(flops: list, hbm: float, kind: str, s: float, shape, world: int,
+           then: Optional[WorkloadCost] = None) -> WorkloadCost:
+    mean = _mean(flops)
+    rows, cols = _rows_cols(shape)
+    return WorkloadCost(flops=float(mean), hbm_bytes=float(hbm), collective=kind, comm_bytes=float(s), out_rows=rows,
+                        out_cols=cols, local_fraction=_local_fraction(kind, world),
+                        imbalance=max(flops) / mean if mean > 0 else 1.0, then=then)
 
 
 def _mean(xs) -> float:

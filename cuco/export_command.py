@@ -41,6 +41,15 @@ BACKEND_NOTES = {
     "host_nccl": "The design is host-driven (NCCL host collectives launched from cuco_run).",
 }
 
+# What the README's example layer is called, by pattern (else tensor-parallel): the parallelism
+# a user splits the model by when this kernel sits in it.
+LAYER_KINDS = {
+    "ring_attention": "sequence-parallel", "ulysses_seq_to_head": "sequence-parallel",
+    "ulysses_head_to_seq": "sequence-parallel", "reducescatter_rmsnorm": "sequence-parallel",
+    "moe_dispatch_combine": "expert-parallel", "moe_router_swiglu": "expert-parallel",
+    "kv_cache_transfer": "prefill/decode-disaggregated",
+}
+
 
 @dataclass(frozen=True)
 class _Stored:
@@ -281,23 +290,34 @@ def _timings(ev: Optional[Evaluation]) -> list[dict]:
 
 
 def _example(sig, spec: KernelSpec) -> dict[str, Any]:
-    """The README's layer: weights are module parameters, the other inputs forward()'s arguments."""
+    """The README's layer: weights are module parameters, the other inputs forward()'s arguments;
+    flags go by their op argument names (``flag_arg``), which may differ from their dims'."""
     names = [n for n, _ in sig.inputs]
     acts = [n for n in names if n not in sig.weights]
     world = spec.emulation_world_sizes[0]
-    flag_defaults = {f: int(spec.headline.at(world)[f]) for f in sig.flags}
+    flag_defaults = {sig.flag_arg(f): int(spec.headline.at(world)[f]) for f in sig.flags}
     return {
         "class_name": "".join(p.title() for p in spec.pattern.split("_")) + "Layer",
+        "layer_kind": LAYER_KINDS.get(spec.pattern, "tensor-parallel"), "layer_doc": _layer_doc(sig),
+        "flags": {sig.flag_arg(f): meaning + ("" if sig.flag_arg(f) == f else f" (the spec's dim `{f}`)")
+                  for f, meaning in sig.flags.items()},
         "init_args": "".join(f"{w}, " for w in sig.weights) + "".join(f"{f}={v}, " for f, v in flag_defaults.items()),
         "activation_args": ", ".join(acts),
         "call_args": "".join(f"self.{n}, " if n in sig.weights else f"{n}, " for n in names)
-                     + "".join(f"self.{f}, " for f in sig.flags),
-        "weight_call": ", ".join(f'x["{w}"]' for w in sig.weights),
-        "activation_call": ", ".join(f'x["{a}"]' for a in acts),
+                     + "".join(f"self.{f}, " for f in flag_defaults),
+        "weight_call": ", ".join(f'inputs["{w}"]' for w in sig.weights),
+        "activation_call": ", ".join(f'inputs["{a}"]' for a in acts),
         "run_args": "".join(f"{n}, " for n in names),
         "example_dims": repr(spec.emulation_shapes[0].at(world)),
         "input_shapes": dict(sig.inputs), "flag_defaults": flag_defaults,
     }
+
+
+def _layer_doc(sig) -> str:
+    if not sig.weights:
+        return "The exported kernel inside a layer: no weights; forward() takes this rank's tensors."
+    # some weights are replicated (an RMSNorm gamma, a router): only a /n in the shape marks a shard
+    return "The exported kernel inside a layer: weights are parameters (this rank's shards; whole if no /n)."
 
 
 def _readme(st: _Stored, sig, package: str, headers: list[str], manifest: dict, has_reference: bool) -> str:
@@ -315,7 +335,7 @@ def _readme(st: _Stored, sig, package: str, headers: list[str], manifest: dict, 
         reason=(ev.reason or "(no reason stored)") if ev else "it was never evaluated",
         spec_description=st.spec.description or "(the spec has no description)",
         pattern_description=pattern.description, pattern_notes=pattern.notes,
-        inputs=sig.inputs, outputs=sig.outputs, flags=sig.flags, weights=sig.weights, dtype=st.spec.dtype.value,
+        inputs=sig.inputs, outputs=sig.outputs, weights=sig.weights, dtype=st.spec.dtype.value,
         torch_dtype=torch_dtype, has_reference=has_reference, point=point.key() if point else "not declared",
         observed_point=ev.observed_point if ev else None, origin=st.cand.origin.label(),
         generation=st.cand.generation, speedup_label=manifest["speedup_label"],

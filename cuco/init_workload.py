@@ -77,7 +77,7 @@ def write_workload_spec(out: Path, *, name: str, path: Path, verdict: SemanticVe
     if path.resolve() != (out / "reference.py").resolve():
         shutil.copyfile(path, out / "reference.py")
     (out / "cuco_workload.py").write_text(adapter_text(family=m.family, order=m.order, reference=reference,
-                                                       inputs=inputs))
+                                                       inputs=inputs, unbatched=m.unbatched))
     return ["spec.py", "reference.py", "cuco_workload.py"]
 
 

@@ -38,6 +38,7 @@ class FamilyMatch:
     dims: dict  # global dims of the user's workload (sizes, "64*n" for one that grows with the world, flags)
     order: tuple[Optional[int], ...]  # user input index for each family input (None: the family's own)
     variant: dict = field(default_factory=dict)
+    unbatched: bool = False  # the user's tensors lack the family's optional leading batch axis (batch 1)
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,8 @@ def _verdict(reports: list[dict], names: list[str], worlds: Sequence[int] = (2, 
             if not bad:
                 reasons[name] = ("match", (), 0)
                 if match is None:
-                    match = FamilyMatch(name, dims, tuple(per_world[0]["order"]), dict(per_world[0]["variant"]))
+                    match = FamilyMatch(name, dims, tuple(per_world[0]["order"]), dict(per_world[0]["variant"]),
+                                        bool(per_world[0].get("unbatched")))
                 continue
             worst = {"status": "unscaled", "why": [
                 "its dims neither stay fixed nor grow in proportion to the world size: " + "; ".join(bad)

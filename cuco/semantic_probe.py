@@ -5,8 +5,9 @@ about, reads the inputs as the family's (family_signatures.fit) and runs the fam
 reference on those very tensors, in every variant of the family's flags (a norm on or off, a
 causal or full mask). Rank 0 writes what matched, and for what did not, why: shapes that fit no
 dims, or outputs that differ (with the common reasons tried: an activation after the result, a
-transposed output, a sum where the family means, or the reverse). Runs the user's own code,
-never a candidate's.
+transposed output, a sum where the family means, or the reverse). A family whose reference names
+an ``OPTIONAL_BATCH_DIM`` also takes tensors without that leading axis, as batch 1. Runs the
+user's own code, never a candidate's.
 """
 
 from __future__ import annotations
@@ -82,21 +83,34 @@ def _try_family(entry: dict, user_in: list, user_out: list, world: int, rank: in
     sig = fs.infer_signature(entry["name"], build, entry["base"], list(entry["base"]), world)
     shapes = [tuple(x.shape) if hasattr(x, "shape") else None for x in user_in]
     kinds = [fs.kind_of(x) for x in user_in]
-    fitted = fs.fit(sig, shapes, kinds)
+    fitted, batch = fs.fit(sig, shapes, kinds), None
+    if fitted is None and getattr(canon, "OPTIONAL_BATCH_DIM", None):
+        # the family lets a user leave its leading batch axis out: read the tensors as batch 1
+        batch = canon.OPTIONAL_BATCH_DIM
+        fitted = fs.fit(sig, [(1, *s) if s is not None else None for s in shapes], kinds, fixed={batch: 1})
     if fitted is None:
         return {"status": "no_fit", "why": fs.mismatches(sig, shapes), "distance": fs.distance(sig, shapes)}
+    if batch is not None:
+        user_in = [x.unsqueeze(0) if hasattr(x, "shape") else x for x in user_in]
     last = ""
     for variant in _variants({d: v for d, v in entry["flags"].items() if d not in sig.sizes}):
         dims = {**entry["base"], **fitted.dims, **variant}
         filler = build(dims)
         named = {s.name: (user_in[u] if u is not None else filler[s.name]) for s, u in zip(sig.inputs, fitted.order)}
         fam_out = workload_forms.as_list(canon.reference(named, dict(dims), dist.group.WORLD))
+        if batch is not None:
+            fam_out = [f.squeeze(0) if hasattr(f, "shape") else f for f in fam_out]
         ok = len(fam_out) == len(user_out) and all(_close(u, f.to(u.dtype) if hasattr(u, "dtype") else f, torch)
                                                    for u, f in zip(user_out, fam_out))
         if _agree(ok, torch, dist):
+            # an unbatched workload pins the batch to 1 like a flag (the emulation shapes keep it)
             return {"status": "match", "dims": {k: int(v) for k, v in dims.items()}, "order": list(fitted.order),
-                    "variant": variant, "extra": list(fitted.extra)}
+                    "variant": {**variant, **({batch: 1} if batch else {})}, "extra": list(fitted.extra),
+                    "unbatched": batch is not None}
         last = _why_outputs(user_out, fam_out, world, torch)
+    if fitted.extra:  # tensors the family has no use for, and outputs that differ: no nearer than no fit
+        return {"status": "no_fit", "distance": fs.distance(sig, shapes),
+                "why": [f"{len(fitted.extra)} input(s) more than {entry['name']} takes, and {last}"]}
     return {"status": "differs", "dims": {k: int(v) for k, v in {**entry["base"], **fitted.dims}.items()},
             "why": [last]}
 

@@ -4,7 +4,8 @@ The semantic check (cuco/semantic_check.py) found which family the workload comp
 of its inputs is which of the family's. The spec then builds inputs with the family's canonical
 builder at any dims (the spec's sweep and the emulator's tiny shapes, which a fixed-size
 ``get_inputs()`` could not give) and runs the user's own code as the reference, handing it the
-family's tensors in the user's argument order. The written ``cuco_workload.py`` is three lines::
+family's tensors in the user's argument order (without the family's batch axis, kept at 1, when
+the user's tensors have none: ``unbatched``). The written ``cuco_workload.py`` is three lines::
 
     from cuco.workload_adapter import Adapter
     _A = Adapter(__file__, family="allgather_gemm", order=(0, 1), reference=None, inputs=None)
@@ -19,14 +20,16 @@ from typing import Optional, Sequence
 
 from cuco import workload_forms
 from cuco.semantic_check import EXAMPLES
+from design_space.errors import SpecError
 from design_space.patterns import get_pattern
 
 
 class Adapter:
     def __init__(self, anchor: str, *, family: str, order: Sequence[Optional[int]], reference: Optional[str] = None,
-                 inputs: Optional[str] = None, user_file: str = "reference.py") -> None:
+                 inputs: Optional[str] = None, user_file: str = "reference.py", unbatched: bool = False) -> None:
         self.folder = Path(anchor).resolve().parent
         self.family, self.order = family, tuple(order)
+        self.unbatched = unbatched  # the user's tensors lack the family's leading batch axis (kept at 1)
         self.user = self.folder / user_file
         self.reference_name, self.inputs_name = reference, inputs
         self._canon = None
@@ -53,16 +56,24 @@ class Adapter:
         args: list = [None] * (max((u for u in self.order if u is not None), default=-1) + 1)
         for name, u in zip(pattern.inputs, self.order):
             if u is not None:
-                args[u] = inputs[name]
+                args[u] = self._unbatch(inputs[name]) if self.unbatched else inputs[name]
         outputs = self._workload.call(args, group)
         dtype = next(iter(inputs.values())).dtype
-        return {name: out.to(dtype) for name, out in zip(pattern.outputs, outputs)}
+        return {name: (out.unsqueeze(0) if self.unbatched else out).to(dtype)
+                for name, out in zip(pattern.outputs, outputs)}
+
+    def _unbatch(self, tensor):
+        if tensor.shape[0] != 1:
+            raise SpecError(f"the workload takes no batch axis, but the {self.family} inputs hold a batch of "
+                            f"{tensor.shape[0]}", "keep the family's batch dim at 1 in the spec's shapes")
+        return tensor.squeeze(0)
 
 
 def adapter_text(*, family: str, order: Sequence[Optional[int]], reference: Optional[str],
-                 inputs: Optional[str]) -> str:
+                 inputs: Optional[str], unbatched: bool = False) -> str:
     """The ``cuco_workload.py`` of a spec folder."""
     return ('"""cuco\'s reference contract over the workload in reference.py (written by `cuco init`; see\n'
             'cuco/workload_adapter.py)."""\n\nfrom cuco.workload_adapter import Adapter\n\n'
             f"_A = Adapter(__file__, family={family!r}, order={tuple(order)!r}, reference={reference!r}, "
-            f"inputs={inputs!r})\nmake_inputs, reference = _A.make_inputs, _A.reference\n")
+            f"inputs={inputs!r}{', unbatched=True' if unbatched else ''})\n"
+            "make_inputs, reference = _A.make_inputs, _A.reference\n")

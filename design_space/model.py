@@ -17,6 +17,10 @@ every term and cites every constant.
 - ceiling: baseline / (max(baseline compute, the fastest practical communication) + one launch).
   No design beats it: its compute is never credited above cuBLAS, its communication never
   below ``collectives.practical_time``, and it launches at least once.
+- two phases (``WorkloadCost.then``: one collective each, the second phase after the first, as a
+  tensor-parallel MLP all-gathers, computes, then reduce-scatters): times, baselines and floors
+  add up phase by phase; the bound is max(total t_comp, total t_comm) (a design overlapping across
+  phases could reach it); the ceiling divides the summed baseline by the summed per-phase floors.
 
 Every time this module produces is a model estimate: callers label it ``simulated``.
 """
@@ -52,6 +56,11 @@ class WorkloadCost:
     ``comm_bytes`` is S of the collective formulas (docs/model.md) for the whole operation: the
     full tensor for allgather / reducescatter / allreduce, the bytes each rank sends for alltoall,
     the bytes one rank sends for p2p summed over all ``steps`` rounds.
+
+    ``then``: a second phase with its own GEMM and collective that runs after this one (a
+    tensor-parallel MLP: all-gather + up projection, then down projection + reduce-scatter). Every
+    field of a cost describes its own phase only; ``phases`` lists them in order. The model adds
+    the phases' times, baselines and floors (docs/model.md, "Two phases").
     """
 
     flops: float  # per rank (the mean rank when ``imbalance`` > 1)
@@ -64,9 +73,17 @@ class WorkloadCost:
     imbalance: float = 1.0  # busiest rank / mean (skewed MoE routing): the slowest rank sets the time
     steps: int = 1  # dependent communication rounds (ring attention: world - 1 rotations)
     pipeline_stages: int = 0  # host launch pairs of a stream_overlap pipeline (0: one per signal stage)
+    then: Optional["WorkloadCost"] = None  # the phase that runs after this one (None: a single phase)
+
+    @property
+    def phases(self) -> tuple["WorkloadCost", ...]:
+        """This phase and the ones after it, in order."""
+        return (self,) + (self.then.phases if self.then is not None else ())
 
     def __post_init__(self) -> None:
         problems = []
+        if self.then is not None and not isinstance(self.then, WorkloadCost):
+            problems.append(f"then must be a WorkloadCost or None, not {type(self.then).__name__}")
         if self.collective not in COLLECTIVES:
             problems.append(f"collective {self.collective!r} is not one of {', '.join(COLLECTIVES)}")
         if min(self.flops, self.hbm_bytes, self.comm_bytes) < 0:
@@ -126,12 +143,16 @@ class Estimate:
 
 
 def t_comp(cost: WorkloadCost, hw: HardwareProfile, dtype: str) -> float:
-    """Roofline time of the busiest rank's compute at peak."""
+    """Roofline time of the busiest rank's compute at peak (summed over the phases)."""
+    return sum(_roofline(ph, hw, dtype) for ph in cost.phases)
+
+
+def _roofline(phase: WorkloadCost, hw: HardwareProfile, dtype: str) -> float:
     peak = hw.peak_flops.get(dtype)
     if peak is None:
         raise SpecError(f"hardware profile {hw.name} has no peak FLOP/s for dtype {dtype!r}",
                         f"use one of {', '.join(sorted(hw.peak_flops))} or register a profile that lists it")
-    return cost.imbalance * max(cost.flops / peak, cost.hbm_bytes / hw.hbm_bytes_per_s)
+    return phase.imbalance * max(phase.flops / peak, phase.hbm_bytes / hw.hbm_bytes_per_s)
 
 
 def _comm_bytes(cost: WorkloadCost) -> float:
@@ -143,15 +164,20 @@ def _at(rate: ComputeRate, cost: WorkloadCost) -> float:
 
 
 def t_comm_ideal(cost: WorkloadCost, n: int, hw: HardwareProfile) -> float:
-    """Ideal communication time at full bandwidth with the least latency any legal design pays."""
-    return ideal_time(cost.collective, _comm_bytes(cost), cost.steps, n, hw)
+    """Ideal communication time at full bandwidth with the least latency any legal design pays
+    (summed over the phases)."""
+    return sum(_ideal(ph, n, hw) for ph in cost.phases)
+
+
+def _ideal(phase: WorkloadCost, n: int, hw: HardwareProfile) -> float:
+    return ideal_time(phase.collective, _comm_bytes(phase), phase.steps, n, hw)
 
 
 def baseline_time(cost: WorkloadCost, n: int, hw: HardwareProfile, dtype: str,
                   calibration: Optional[Calibration] = None) -> float:
-    """cuBLAS GEMM then an NCCL collective, both launched from the host."""
-    gemm = _at(cublas_rate(hw, dtype, calibration, cost.flops), cost)
-    return gemm + nccl_time(cost.collective, _comm_bytes(cost), cost.steps, n, hw) + 2 * hw.launch_s
+    """cuBLAS GEMM then an NCCL collective, both launched from the host (phase after phase)."""
+    return sum(_at(cublas_rate(hw, dtype, calibration, ph.flops), ph)
+               + nccl_time(ph.collective, _comm_bytes(ph), ph.steps, n, hw) + 2 * hw.launch_s for ph in cost.phases)
 
 
 def _wave_efficiency(rows: int, cols: int, sms: int) -> float:
@@ -182,9 +208,8 @@ def _pipeline(t_local: float, t_remote: float, t_comm: float, stages: int, launc
     return max(done, launches * hw.launch_s) + hw.launch_s
 
 
-class ShapeModel:
-    """One shape of one workload on one machine, for one candidate's code: everything that does
-    not depend on the design point is computed once, so ranking thousands of points is cheap."""
+class _Phase:
+    """One phase of one shape (one GEMM, one collective): the single-phase model."""
 
     def __init__(self, cost: WorkloadCost, n: int, hw: HardwareProfile, dtype: str,
                  features: Optional[CodeFeatures] = None, calibration: Optional[Calibration] = None):
@@ -192,12 +217,11 @@ class ShapeModel:
         self.comm_bytes = _comm_bytes(cost)
         self.rate = compute_rate(hw, dtype, features, calibration, cost.flops)
         self.tc = _at(self.rate, cost)  # the candidate's compute, alone on the GPU
-        self.t_comp, self.t_comm = t_comp(cost, hw, dtype), t_comm_ideal(cost, n, hw)
+        self.t_comp, self.t_comm = _roofline(cost, hw, dtype), _ideal(cost, n, hw)
         self.baseline_comp = _at(cublas_rate(hw, dtype, calibration, cost.flops), cost)
         self.baseline_comm = nccl_time(cost.collective, self.comm_bytes, cost.steps, n, hw)
         self.baseline = self.baseline_comp + self.baseline_comm + 2 * hw.launch_s
         self.comm_floor = practical_time(cost.collective, self.comm_bytes, cost.steps, n, hw)
-        self.ceiling = self.baseline / (max(self.baseline_comp, self.comm_floor) + hw.launch_s)
         self._waves = _wave_efficiency(cost.out_rows, cost.out_cols, hw.sms)
 
     def _wave_penalty(self, stages: int) -> float:
@@ -245,6 +269,34 @@ class ShapeModel:
         cost = self.cost
         comm = device_time(cost.collective, self.comm_bytes, cost.steps, self.n, self.hw, point)
         return self._device_overlap(point, comm)
+
+
+class ShapeModel:
+    """One shape of one workload on one machine, for one candidate's code: everything that does
+    not depend on the design point is computed once, so ranking thousands of points is cheap.
+
+    A cost of several phases (``WorkloadCost.then``) runs them one after the other: times,
+    baselines and floors are the phases' sums, the bound max(total t_comp, total t_comm), the
+    ceiling the summed baseline over the summed per-phase floors (each phase's simulated time is
+    at least its own floor, so no point's sum beats theirs). One phase gives the single-phase
+    figures exactly."""
+
+    def __init__(self, cost: WorkloadCost, n: int, hw: HardwareProfile, dtype: str,
+                 features: Optional[CodeFeatures] = None, calibration: Optional[Calibration] = None):
+        self.cost, self.n, self.hw, self.dtype, self.calibration = cost, n, hw, dtype, calibration
+        self.phases = tuple(_Phase(ph, n, hw, dtype, features, calibration) for ph in cost.phases)
+        total = lambda name: sum(getattr(ph, name) for ph in self.phases)  # noqa: E731
+        self.comm_bytes, self.tc = total("comm_bytes"), total("tc")
+        self.t_comp, self.t_comm = total("t_comp"), total("t_comm")
+        self.baseline_comp, self.baseline_comm = total("baseline_comp"), total("baseline_comm")
+        self.baseline, self.comm_floor = total("baseline"), total("comm_floor")
+        self.ceiling = self.baseline / sum(max(ph.baseline_comp, ph.comm_floor) + hw.launch_s for ph in self.phases)
+        # the rate reported: the phase with the most FLOPs (phases differ only in calibration entries)
+        self.rate = max(self.phases, key=lambda ph: ph.cost.flops).rate
+
+    def simulate(self, point: DesignPoint) -> float:
+        """Simulated time of ``point`` (seconds): a model estimate, never a measurement."""
+        return sum(ph.simulate(point) for ph in self.phases)
 
     def estimate(self, point: DesignPoint) -> Estimate:
         return Estimate(t_comp=self.t_comp, t_comm=self.t_comm, bound=max(self.t_comp, self.t_comm),

@@ -40,8 +40,11 @@ def read_features(build: Optional[BuildStats], obs: Optional[Observation], patte
         # rank (MoE, where the emulated routing is less skewed than the modelled one) or only the
         # ranks that compute (KV transfer: decode ranks only receive); the larger reading is the one
         # whose rank the cost describes. A scalar GEMM counts nothing in either.
-        mean = obs.tile_flops_per_rank / cost.flops if cost.flops > 0 else 0.0
-        top = obs.tile_flops_busiest / (cost.flops * cost.imbalance) if cost.flops > 0 else 0.0
+        # A cost of two phases (docs/model.md, "Two phases") counts the GEMMs of both.
+        flops = sum(ph.flops for ph in cost.phases)
+        busiest = sum(ph.flops * ph.imbalance for ph in cost.phases)
+        mean = obs.tile_flops_per_rank / flops if flops > 0 else 0.0
+        top = obs.tile_flops_busiest / busiest if flops > 0 else 0.0
         share = min(1.0, max(mean, top))
     if tile_dependence is not None:
         share = min(share, min(1.0, tile_dependence / DEPENDENCE_FULL))

@@ -34,6 +34,13 @@ ATOL_CAP_RMS = 0.1
 REDUCE_COLLECTIVES = ("allreduce", "reducescatter")
 
 
+def reduced_collective(cost) -> str:
+    """The collective a cost's outputs are reduced by, for the reduction allowance: a two-phase cost
+    (an all-gather, then a reduce-scatter) reduces in its last reducing phase."""
+    return next((ph.collective for ph in reversed(cost.phases) if ph.collective in REDUCE_COLLECTIVES),
+                cost.collective)
+
+
 def output_tolerance(spec: KernelSpec, name: str, *, world: int, collective: str,
                      stats: Optional[Mapping[str, float]] = None) -> Tolerance:
     """The tolerance output ``name`` is compared with at ``world`` ranks (see the module doc)."""

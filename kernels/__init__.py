@@ -17,4 +17,7 @@ from kernels import kv_cache_transfer  # noqa: F401,E402
 from kernels import moe_dispatch_combine  # noqa: F401,E402
 from kernels import ring_attention  # noqa: F401,E402
 from kernels import gemm_allgather  # noqa: F401,E402
+from kernels import moe_router_swiglu  # noqa: F401,E402
 from kernels import reducescatter_rmsnorm  # noqa: F401,E402
+from kernels import ulysses_alltoall  # noqa: F401,E402
+from kernels import tp_mlp  # noqa: F401,E402

@@ -73,7 +73,7 @@ def _one_shape(pkg, ref, shape: dict, trial: int, seed: int, gloo) -> tuple:
     args = [inputs[n].to(device) for n in pkg.INPUTS]
     notes = []
     for call in range(2):
-        got = pkg.run(*args, **{f: dims[f] for f in pkg.FLAGS})
+        got = pkg.run(*args, **{a: dims[d] for a, d in zip(pkg.FLAGS, pkg.op.FLAG_DIMS)})
         got = got if isinstance(got, tuple) else (got,)
         torch.cuda.synchronize(device)
         for name, g in zip(pkg.OUTPUTS, got):

@@ -1,7 +1,8 @@
 """The PyTorch custom op ``<namespace>::run`` and its fake kernel (so torch.compile and
 torch.export trace it without running it).
 
-Schema: the pattern's input tensors (this rank's shards), its integer flags, the world size and the
+Schema: the pattern's input tensors (this rank's shards), its integer flags (named after the dims
+they set, unless an input has that name: ``signature.Signature.flag_args``), the world size and the
 process group's name; it returns this rank's output(s). The fake kernel derives the output shapes
 from the input shapes and the world size; the real one checks them the same way, sets up (once)
 the communicator of the group on the inputs' GPU and calls the kernel on the current stream.
@@ -20,7 +21,8 @@ NAMESPACE = CONFIG["namespace"]
 SIG = signature.SIGNATURES[CONFIG["pattern"]]
 INPUTS: Tuple[str, ...] = tuple(n for n, _ in SIG.inputs)
 OUTPUTS: Tuple[str, ...] = tuple(n for n, _ in SIG.outputs)
-FLAGS: Tuple[str, ...] = tuple(SIG.flags)
+FLAG_DIMS: Tuple[str, ...] = tuple(SIG.flags)  # the dims the flags set, in argument order
+FLAGS: Tuple[str, ...] = tuple(SIG.flag_arg(d) for d in FLAG_DIMS)  # their argument names
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
@@ -32,7 +34,7 @@ def _schema() -> str:
 
 def _split(args: Sequence) -> Tuple[Sequence[torch.Tensor], dict, int, str]:
     n, f = len(INPUTS), len(FLAGS)
-    return args[:n], dict(zip(FLAGS, args[n:n + f])), int(args[n + f]), str(args[n + f + 1])
+    return args[:n], dict(zip(FLAG_DIMS, args[n:n + f])), int(args[n + f]), str(args[n + f + 1])
 
 
 def _plan(tensors: Sequence[torch.Tensor], flags: dict, world: int) -> Tuple[dict, List[Tuple[int, ...]]]:
@@ -88,15 +90,15 @@ def _fake(*args):
 def run(*inputs: torch.Tensor, group=None, **flags: int):
     """This rank's output(s) of the exported kernel over ``group`` (default: the world group).
     ``inputs``: this rank's tensors in the order of ``INPUTS``; ``flags``: the pattern's integer
-    flags (``FLAGS``), defaulting to the spec's headline shape. Collective: every rank of the
-    group calls it with the same shapes, in the same order."""
+    flags by argument name (``FLAGS``), defaulting to the spec's headline shape. Collective: every
+    rank of the group calls it with the same shapes, in the same order."""
     import torch.distributed as dist
 
     unknown = sorted(set(flags) - set(FLAGS))
     if unknown:
         raise TypeError(f"unknown flag(s) {unknown}; this op takes {list(FLAGS) or 'none'}")
     group = group if group is not None else dist.group.WORLD
-    values = [int(flags.get(f, CONFIG["flags"][f])) for f in FLAGS]
+    values = [int(flags.get(a, CONFIG["flags"][d])) for a, d in zip(FLAGS, FLAG_DIMS)]
     return getattr(torch.ops, NAMESPACE).run(*inputs, *values, dist.get_world_size(group), group.group_name)
 
 

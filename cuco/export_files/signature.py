@@ -2,8 +2,9 @@
 
 For each pattern: the input tensors in ``ctx.in[]`` order with their per-rank shapes, the
 outputs in ``ctx.out[]`` order, the integer flags the op takes as arguments (dims that no input
-shape carries), how the global dims (``ctx.dims[]`` order) follow from the input shapes and the
-world size, and the symmetric buffer and workspace one rank needs. The byte sizes and the shape
+shape carries; a flag whose dim shares an input's name takes another argument name), how the
+global dims (``ctx.dims[]`` order) follow from the input shapes and the world size, and the
+symmetric buffer and workspace one rank needs. The byte sizes and the shape
 rules mirror cuco's pattern definitions (design_space/families); cuco's tests compare the two.
 """
 
@@ -33,6 +34,13 @@ class Signature:
     symm_bytes: Callable[[Dims, int, int], int]  # (dims, world, element size)
     workspace_bytes: Callable[[Dims, int, int], int] = lambda d, w, e: 0
     flags: Dict[str, str] = field(default_factory=dict)  # op arguments: dim name -> meaning
+    # dim name -> the op argument that sets it, where an input tensor already has the dim's name
+    # (gemm_allgather's bias flag and bias tensor): one schema cannot hold two arguments of one name
+    flag_args: Dict[str, str] = field(default_factory=dict)
+
+    def flag_arg(self, dim: str) -> str:
+        """The op argument (and wrapper keyword) that sets flag ``dim``."""
+        return self.flag_args.get(dim, dim)
 
 
 def _not_divisible(d: Dims, world: int, names: Sequence[str]) -> List[str]:
@@ -82,6 +90,56 @@ def _ring_problems(d: Dims, world: int) -> List[str]:
     out = _not_divisible(d, world, ("s",))
     out += [f"d={d['d']} exceeds {RING_MAX_D}"] if d["d"] > RING_MAX_D else []
     return out + _one_of(d, "mask", (1, 2), "1 full attention, 2 causal")
+
+
+def _moe_router_problems(d: Dims, world: int) -> List[str]:
+    # the router's [H, E] weight of rank below E could not give every expert its own logit
+    low = [f"h={d['h']} hidden features cannot separate e={d['e']} experts' logits"] if d["h"] < d["e"] else []
+    return _moe_problems(d, world) + low
+
+
+def _moe_router_workspace(d: Dims, world: int, e: int) -> int:
+    """moe_dispatch_combine's workspace, then the router's fp32 logits [T, E], the chosen expert
+    ids [T*K] (int32) and their routing weights [T*K] (fp32), each 16-byte aligned."""
+    pairs = d["t"] * d["k"]
+    ids = _a16(_a16(_moe_workspace(d, world, e)) + d["t"] * d["e"] * 4)
+    return _a16(ids + pairs * 4) + pairs * 4
+
+
+ULYSSES_DIMS = ("b", "s", "h", "d")
+ULYSSES_SHAPES = {"x": "[B, S/n, H, D]", "y": "[B, S, H/n, D]"}  # x: a sequence shard, y: a head group
+
+
+def _ulysses_problems(d: Dims, world: int) -> List[str]:
+    low = [f"{k}={d[k]} must be at least 1" for k in ULYSSES_DIMS if d[k] < 1]
+    return low + _not_divisible(d, world, ("s", "h"))
+
+
+def _ulysses_shape(name: str, d: Dims, world: int) -> Shape:
+    if name == "x":
+        return (d["b"], d["s"] // world, d["h"], d["d"])
+    return (d["b"], d["s"], d["h"] // world, d["d"])
+
+
+def _ulysses_dims(name: str, shape: Shape, world: int) -> Dims:
+    b, s, h, dd = shape
+    return {"b": b, "s": s * world, "h": h, "d": dd} if name == "x" else {"b": b, "s": s, "h": h * world, "d": dd}
+
+
+def _ulysses(src: str, dst: str) -> Signature:
+    """One direction of the Ulysses all-to-all: ``src`` (x or y) in, the other out; no weights."""
+    return Signature(
+        dims=ULYSSES_DIMS,
+        inputs=((src, ULYSSES_SHAPES[src]),),
+        outputs=((dst, ULYSSES_SHAPES[dst]),),
+        weights=(),
+        from_inputs=lambda s, w: _ulysses_dims(src, s[src], w),
+        input_shapes=lambda d, w: [_ulysses_shape(src, d, w)],
+        output_shapes=lambda d, w: [_ulysses_shape(dst, d, w)],
+        problems=_ulysses_problems,
+        # SEND and RECV: one rank's whole tensor each (the same bytes in both layouts)
+        symm_bytes=lambda d, w, e: 2 * d["b"] * (d["s"] // w) * d["h"] * d["d"] * e,
+    )
 
 
 SIGNATURES: Dict[str, Signature] = {
@@ -156,6 +214,65 @@ SIGNATURES: Dict[str, Signature] = {
         symm_bytes=lambda d, w, e: (w + 1) * 2 * d["h"] * (d["s"] // w) * d["d"] * e,
         workspace_bytes=lambda d, w, e: d["h"] * (d["s"] // w) * (d["d"] + 2) * 4,
         flags={"mask": "1: full attention, 2: causal"},
+    ),
+    "gemm_allgather": Signature(
+        dims=("m", "n", "k", "bias"),
+        inputs=(("x", "[M, K]"), ("w", "[K, N/n]"), ("bias", "[N/n]")),
+        outputs=(("y", "[M, N]"),),
+        weights=("w", "bias"),
+        from_inputs=lambda s, w: {"m": s["x"][0], "k": s["x"][1], "n": s["w"][1] * w},
+        input_shapes=lambda d, w: [(d["m"], d["k"]), (d["k"], d["n"] // w), (d["n"] // w,)],
+        output_shapes=lambda d, w: [(d["m"], d["n"])],
+        problems=lambda d, w: _not_divisible(d, w, ("n",)) + _one_of(d, "bias", (1, 2), "1 adds the bias"),
+        symm_bytes=lambda d, w, e: d["m"] * (d["n"] // w) * w * e,
+        flags={"bias": "1: Y_r = X @ W_r + bias_r, 2: Y_r = X @ W_r, the bias tensor passed but not added"},
+        flag_args={"bias": "add_bias"},
+    ),
+    "reducescatter_rmsnorm": Signature(
+        dims=("m", "n", "rmsnorm", "residual"),
+        inputs=(("p", "[M, N]"), ("gamma", "[N]"), ("residual", "[M/n, N]")),
+        outputs=(("y", "[M/n, N]"),),
+        weights=("gamma",),
+        from_inputs=lambda s, w: {"m": s["p"][0], "n": s["p"][1]},
+        input_shapes=lambda d, w: [(d["m"], d["n"]), (d["n"],), (d["m"] // w, d["n"])],
+        output_shapes=lambda d, w: [(d["m"] // w, d["n"])],
+        problems=lambda d, w: (_one_of(d, "rmsnorm", (1, 2), "1 applies RMSNorm")
+                               + _one_of(d, "residual", (1, 2), "1 adds the residual")
+                               + _not_divisible(d, w, ("m",))),
+        symm_bytes=lambda d, w, e: 2 * d["m"] * d["n"] * e,
+        flags={"rmsnorm": "1: y = RMSNorm(h) * gamma (eps 1e-6), 2: y = h",
+               "residual": "1: h = this rank's rows of the sum + residual, 2: h = the rows of the sum alone"},
+        flag_args={"residual": "add_residual"},
+    ),
+    "ulysses_seq_to_head": _ulysses("x", "y"),
+    "ulysses_head_to_seq": _ulysses("y", "x"),
+    "moe_router_swiglu": Signature(
+        dims=("t", "h", "f", "e", "k"),
+        inputs=(("x", "[T, H]"), ("wg", "[H, E]"), ("w13", "[E/n, H, 2*F]"), ("w2", "[E/n, F, H]")),
+        outputs=(("out", "[T, H]"),),
+        weights=("wg", "w13", "w2"),
+        from_inputs=lambda s, w: {"t": s["x"][0], "h": s["x"][1], "e": s["wg"][1], "f": s["w2"][1]},
+        input_shapes=lambda d, w: [(d["t"], d["h"]), (d["h"], d["e"]), (d["e"] // w, d["h"], 2 * d["f"]),
+                                   (d["e"] // w, d["f"], d["h"])],
+        output_shapes=lambda d, w: [(d["t"], d["h"])],
+        problems=_moe_router_problems,
+        symm_bytes=_moe_symm,
+        workspace_bytes=_moe_router_workspace,
+        flags={"k": "experts per token (top-k, softmax over the k chosen logits)"},
+    ),
+    "tp_mlp": Signature(
+        dims=("m", "h", "f", "act"),
+        inputs=(("x", "[M/n, H]"), ("w1", "[H, F/n]"), ("w3", "[H, F/n]"), ("w2", "[F/n, H]")),
+        outputs=(("y", "[M/n, H]"),),
+        weights=("w1", "w3", "w2"),
+        from_inputs=lambda s, w: {"m": s["x"][0] * w, "h": s["x"][1], "f": s["w1"][1] * w},
+        input_shapes=lambda d, w: [(d["m"] // w, d["h"]), (d["h"], d["f"] // w), (d["h"], d["f"] // w),
+                                   (d["f"] // w, d["h"])],
+        output_shapes=lambda d, w: [(d["m"] // w, d["h"])],
+        problems=lambda d, w: _not_divisible(d, w, ("m", "f")) + _one_of(d, "act", (1, 2, 3), "the activation"),
+        symm_bytes=lambda d, w, e: 3 * d["m"] * d["h"] * e,  # GATHER, STAGE and RECV: M x H each
+        workspace_bytes=lambda d, w, e: d["m"] * (d["f"] // w) * e,  # U = act(X @ w1), [M, F/n]
+        flags={"act": "1: GELU (tanh), 2: SiLU, 3: SwiGLU, silu(X @ w1) * (X @ w3) (w3 is read only then)"},
     ),
 }
 

@@ -8,4 +8,7 @@ from design_space.families import gemm_allreduce  # noqa: F401
 from design_space.families import ring_attention  # noqa: F401
 from design_space.families import moe_dispatch_combine  # noqa: F401
 from design_space.families import gemm_allgather  # noqa: F401
+from design_space.families import moe_router_swiglu  # noqa: F401
 from design_space.families import reducescatter_rmsnorm  # noqa: F401
+from design_space.families import ulysses_alltoall  # noqa: F401
+from design_space.families import tp_mlp  # noqa: F401

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from design_space.errors import InfrastructureError
-from evaluator.tolerance import output_tolerance
+from evaluator.tolerance import output_tolerance, reduced_collective
 from design_space.evaluation import RankCheck, Status, Tier, Timing, TimingSource, trim_log
 from design_space.hardware import get_profile
 from design_space.model import t_comm_ideal, t_comp
@@ -84,7 +84,7 @@ def _virtual_cases(spec, pattern, world, shapes, trials, seed, ref_root: Path) -
 
 def _job(spec, pattern, *, mode, backend, world, cases, trials, seed, task, timeout_s, run_timeout_s) -> dict:
     # the loosest of the outputs' tolerances at this world (no float64 calibration at GPU shapes)
-    collective = pattern.cost(spec.headline.at(world), world, spec.dtype).collective
+    collective = reduced_collective(pattern.cost(spec.headline.at(world), world, spec.dtype))
     tols = [output_tolerance(spec, name, world=world, collective=collective) for name in pattern.outputs]
     tol = max(tols, key=lambda t: (t.rtol, t.atol)) if tols else spec.tolerances[spec.dtype]
     return {"mode": mode, "backend": backend, "world": world, "dtype": spec.dtype.value, "dtype_code": spec.dtype.code,

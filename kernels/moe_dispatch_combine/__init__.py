@@ -24,6 +24,8 @@ def render(point: DesignPoint) -> str:
         max_chunks=MAX_CHUNKS,
         scratch_rows=SCRATCH_ROWS,
         max_workers=MAX_WORKERS,
+        router=False,  # moe_router_swiglu renders these templates with its router and SwiGLU experts
+        swiglu=False,
     )
 
 

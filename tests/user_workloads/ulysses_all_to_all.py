@@ -1,11 +1,12 @@
 """DeepSpeed-Ulysses sequence<->head all-to-all alone (no GEMM): each rank trades its sequence
-shard of every head for every sequence position of its heads. No family computes this. Expected:
-stops before the first candidate with the nearest family's reason."""
+shard of every head for every sequence position of its heads, with no batch axis. Expected: maps
+to ulysses_seq_to_head at batch 1 (the family's optional leading batch axis left out) and reaches
+`ok` candidates."""
 
 import torch
 import torch.distributed as dist
 
-S, H, D = 32, 4, 8
+S, H, D = 32, 8, 8
 
 
 def solution(x):  # x [S/n, H, D] -> [S, H/n, D]
