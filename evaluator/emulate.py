@@ -25,7 +25,7 @@ from design_space.patterns import Pattern
 from design_space.spec import KernelSpec
 from evaluator import emulator_io, sandbox, shim_build
 from evaluator.reference import ReferenceCase
-from evaluator.tolerance import output_tolerance
+from evaluator.tolerance import output_tolerance, reduced_collective
 
 EXIT_CRASH, EXIT_DEADLOCK, EXIT_RUN_ERROR, EXIT_HARNESS, EXIT_NOT_EMULATABLE = 2, 3, 4, 5, 6
 EXIT_MEMORY, EXIT_CONTRACT = 7, 8  # a red zone written / allocations over budget; a stream never joined
@@ -159,7 +159,7 @@ def _first(text: str, needle: str) -> str:
 def tolerance(spec: KernelSpec, pattern: Pattern, case: ReferenceCase, rank: int, slot: int):
     """The tolerance of output ``slot`` of ``rank`` in ``case`` (evaluator/tolerance.py)."""
     name = pattern.outputs[slot]
-    collective = pattern.cost(case.shape.dims, case.world, spec.dtype).collective
+    collective = reduced_collective(pattern.cost(case.shape.dims, case.world, spec.dtype))
     return output_tolerance(spec, name, world=case.world, collective=collective,
                             stats=case.ranks[rank].errors.get(name))
 
