@@ -356,6 +356,8 @@ def implied_reads(argv: Sequence[str], hidden: Sequence[Path]) -> list[str]:
             if c.startswith("/tmp/") and os.path.exists(c):
                 out.append(c)
     out += [os.path.dirname(_canonical(h)) for h in hidden]
+    # a Python in a virtual environment under /tmp needs its environment (pyvenv.cfg, site-packages)
+    out += [str(venv) for venv in {Path(p).parent.parent for p in out} if (venv / "pyvenv.cfg").is_file()]
     return out
 
 
