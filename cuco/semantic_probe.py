@@ -68,6 +68,10 @@ def _why_outputs(user, fam, world: int, torch) -> str:
     return f"the outputs differ from the family's (max abs error {err:.3g}): the reference computes something else"
 
 
+def _copy(x):
+    return x.clone() if hasattr(x, "clone") else x
+
+
 def _variants(flags: dict) -> list[dict]:
     names = sorted(flags)
     return [dict(zip(names, combo)) for combo in itertools.product(*(flags[n] for n in names))] or [{}]
@@ -96,7 +100,8 @@ def _try_family(entry: dict, user_in: list, user_out: list, world: int, rank: in
     for variant in _variants({d: v for d, v in entry["flags"].items() if d not in sig.sizes}):
         dims = {**entry["base"], **fitted.dims, **variant}
         filler = build(dims)
-        named = {s.name: (user_in[u] if u is not None else filler[s.name]) for s, u in zip(sig.inputs, fitted.order)}
+        named = {s.name: (_copy(user_in[u]) if u is not None else filler[s.name])
+                 for s, u in zip(sig.inputs, fitted.order)}
         fam_out = workload_forms.as_list(canon.reference(named, dict(dims), dist.group.WORLD))
         if batch is not None:
             fam_out = [f.squeeze(0) if hasattr(f, "shape") else f for f in fam_out]
@@ -127,7 +132,8 @@ def run(job: dict, rank: int) -> None:
                                  dims=job.get("native_dims"), dtype=dtype)
         torch.manual_seed(1234 + rank)
         user_in = wl.build(rank, world, torch.Generator().manual_seed(1234 + rank))
-        user_out = wl.call(list(user_in), dist.group.WORLD)
+        # the user's code gets copies: one working in place must leave the tensors families read intact
+        user_out = wl.call([_copy(x) for x in user_in], dist.group.WORLD)
         report = {"form": wl.form, "inputs": workload_forms.describe(user_in),
                   "outputs": workload_forms.describe(user_out), "input_names": list(wl.input_names), "families": {}}
         for entry in job["families"]:

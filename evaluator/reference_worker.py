@@ -57,6 +57,10 @@ def _own_error(reference, inputs: dict, outputs: dict, dims: dict, group) -> dic
     return out
 
 
+def _copies(inputs: dict) -> dict:
+    return {k: v.clone() if hasattr(v, "clone") else v for k, v in inputs.items()}
+
+
 def run(job: dict, rank: int) -> None:
     import torch
     import torch.distributed as dist
@@ -72,7 +76,9 @@ def run(job: dict, rank: int) -> None:
             for trial, seed in enumerate(job["seeds"]):
                 gen = torch.Generator().manual_seed(seed * 1009 + rank)
                 inputs = make_inputs(dict(case["dims"]), rank, world, dtype, gen)
-                outputs = reference(dict(inputs), dict(case["dims"]), dist.group.WORLD)
+                # the reference gets copies: one that works in place (dist.all_reduce(x)) must not
+                # change the inputs saved for candidates, nor those of its own float64 run
+                outputs = reference(_copies(inputs), dict(case["dims"]), dist.group.WORLD)
                 errors = _own_error(reference, inputs, outputs, dict(case["dims"]), dist.group.WORLD)
                 folder = Path(job["out_dir"]) / f"{case['name']}" / f"t{trial}"
                 folder.mkdir(parents=True, exist_ok=True)

@@ -88,7 +88,8 @@ def _inputs_and_reference(job, c, rank, seed, hooks, device):
     make_inputs, reference, dtype, group = hooks
     gen = torch.Generator().manual_seed(seed * 1009 + rank)
     inputs = {k: v.to(device) for k, v in make_inputs(dict(c["dims"]), rank, job["world"], dtype, gen).items()}
-    ref = reference(dict(inputs), dict(c["dims"]), group)
+    # copies: a reference working in place must not change the inputs the candidate gets
+    ref = reference({k: v.clone() for k, v in inputs.items()}, dict(c["dims"]), group)
     refs = [ref[n].detach().cpu() for n in job["output_names"]]
     torch.cuda.synchronize(device)
     return [inputs[n].contiguous() for n in job["input_names"]], refs
