@@ -310,11 +310,13 @@ def init(
     pattern: Optional[str] = typer.Option(None, help="fusion pattern (default: detected from the collectives)"),
     name: Optional[str] = typer.Option(None, help="spec name (default: from the file name)"),
     force: bool = typer.Option(False, help="write into a non-empty --out"),
+    traced: bool = typer.Option(False, "--traced", help="no family: a host-driven baseline generated from the "
+                                                        "reference's trace (fixed shapes)"),
 ) -> None:
     """Scaffold a spec folder (spec.py, reference.py, README.md) from a torch reference or a host-driven .cu."""
     from cuco.init_command import run_init
     run_init(out=out, from_reference=from_reference, from_seed=from_seed, reference=reference, inputs=inputs,
-             pattern=pattern, name=name, force=force, console=_console())
+             pattern=pattern, name=name, force=force, console=_console(), traced=traced)
 
 
 @app.command()

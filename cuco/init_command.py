@@ -33,13 +33,16 @@ class InitResult:
 
 
 def run_init(*, out: Path, from_reference: Optional[Path], from_seed: Optional[Path], reference: str, inputs: str,
-             pattern: Optional[str], name: Optional[str], force: bool, console) -> InitResult:
+             pattern: Optional[str], name: Optional[str], force: bool, console, traced: bool = False) -> InitResult:
     if (from_reference is None) == (from_seed is None):
         raise ConfigError("cuco init needs exactly one source",
                           "pass --from-reference my_ref.py or --from-seed host_program.cu")
+    if traced and (from_reference is None or pattern is not None):
+        raise ConfigError("--traced generates a pattern from a reference's trace",
+                          "pass it with --from-reference FILE, without --pattern")
     if from_reference is not None:
         result = init_from_reference(from_reference, out, reference=reference, inputs=inputs, pattern=pattern,
-                                     name=name, force=force)
+                                     name=name, force=force, traced=traced)
     else:
         result = init_from_seed(from_seed, out, pattern=pattern, name=name, force=force)  # type: ignore[arg-type]
     _print(result, console)
@@ -47,16 +50,26 @@ def run_init(*, out: Path, from_reference: Optional[Path], from_seed: Optional[P
 
 
 def init_from_reference(path: Path, out: Path, *, reference: str = "reference", inputs: str = "make_inputs",
-                        pattern: Optional[str] = None, name: Optional[str] = None, force: bool = False) -> InitResult:
+                        pattern: Optional[str] = None, name: Optional[str] = None, force: bool = False,
+                        traced: bool = False) -> InitResult:
     """A spec folder from a torch reference. The family is the one whose canonical reference gives
     the same outputs on the reference's own inputs (cuco/semantic_check.py), never a guess from
-    names; when none does, the error says why and nothing is written."""
+    names; when none does, the error says why and nothing is written. ``traced``: no family, a
+    baseline generated from the reference's trace (cuco/init_traced.py)."""
     source = _read(path, "--from-reference")
     try:
         arity = function_arity(source)
         form = init_workload.form_of(source, reference, inputs, arity)
     except SyntaxError as e:
         raise SpecError(f"{path} is not valid Python: {e.msg} (line {e.lineno})", "fix the file so it parses") from None
+    if traced:
+        from cuco.init_traced import init_traced  # noqa: PLC0415
+
+        spec_name = _spec_name(name, path)
+        files, why = init_traced(path, out, source=source, arity=arity, reference=reference, inputs=inputs,
+                                 name=spec_name, force=force, check_out=_check_out)
+        spec = _load(out)
+        return InitResult(out, spec, spec.pattern, why, tuple(files), ())
     if form in init_workload.WORKLOAD_FORMS:
         return _init_workload(path, out, form, reference, inputs, pattern, name, force)
     for role, func in (("reference", reference), ("inputs", inputs)):

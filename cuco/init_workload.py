@@ -43,7 +43,8 @@ def verdict_or_error(path: Path, *, reference: Optional[str], inputs: Optional[s
     if verdict.match is None:
         raise SpecError(f"{path.name}: {verdict.diagnosis()}",
                         "change the reference as the reason says (cuco checks it against each family's canonical "
-                        "reference on your own inputs), or register a pattern of your own (docs/custom_pattern.md)")
+                        "reference on your own inputs), register a pattern of your own (docs/custom_pattern.md), or "
+                        "pass --traced for a host-driven baseline generated from the reference's own trace")
     return verdict
 
 
