@@ -17,7 +17,8 @@ from design_space.evaluation import (
 from design_space.llm import LLMCall
 from design_space.hardware import HardwareProfile, get_profile, profile_names, register_profile
 from design_space.model import Estimate, WorkloadCost, estimate
-from design_space.patterns import Pattern, get_pattern, pattern_names, register_pattern, register_renderer
+from design_space.patterns import (Pattern, get_pattern, pattern_names, register_pattern, register_renderer,
+                                     unregister_pattern)
 from design_space.point import DIMENSIONS, DesignPoint
 from design_space.rules import RULES, Rule, register_rule, violations
 from design_space.run import RunInfo, RunStatus
@@ -32,6 +33,6 @@ __all__ = [
     "Stage", "Status", "StoreError", "SyncScope", "Tier", "Timing", "TimingSource", "ToolchainError", "Tolerance",
     "WorkloadCost", "content_hash", "dimension_values", "estimate", "get_pattern", "get_profile", "is_valid",
     "neighbours", "pattern_names", "profile_names", "register_pattern", "register_profile", "register_renderer",
-    "register_rule",
+    "register_rule", "unregister_pattern",
     "trim_log", "valid_points", "violations",
 ]

@@ -59,6 +59,12 @@ def register_pattern(pattern: Pattern, render: Optional[Callable[[DesignPoint], 
         register_renderer(pattern.name, render)
 
 
+def unregister_pattern(name: str) -> None:
+    """Drop pattern ``name`` and its renderer (a traced spec registered in-process, then done with)."""
+    _PATTERNS.pop(name, None)
+    _RENDERERS.pop(name, None)
+
+
 def register_renderer(name: str, render: Callable[[DesignPoint], str]) -> None:
     """The function that renders design points of pattern ``name`` into CUDA."""
     _RENDERERS[name] = render

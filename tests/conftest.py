@@ -19,6 +19,18 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "allgather_gemm"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def pattern_registry_restored():
+    """A spec loaded in-process (a traced one registers its own pattern) stays out of later modules,
+    which enumerate the registered families."""
+    import design_space as ds
+
+    before = set(ds.pattern_names())
+    yield
+    for name in set(ds.pattern_names()) - before:
+        ds.unregister_pattern(name)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def shared_cache(tmp_path_factory):
     path = Path(os.environ.get("CUCO_TEST_CACHE") or tmp_path_factory.mktemp("cuco-cache"))
