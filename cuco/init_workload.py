@@ -78,7 +78,8 @@ def write_workload_spec(out: Path, *, name: str, path: Path, verdict: SemanticVe
     if path.resolve() != (out / "reference.py").resolve():
         shutil.copyfile(path, out / "reference.py")
     (out / "cuco_workload.py").write_text(adapter_text(family=m.family, order=m.order, reference=reference,
-                                                       inputs=inputs, unbatched=m.unbatched))
+                                                       inputs=inputs, unbatched=m.unbatched,
+                                                       transposed=m.transposed))
     return ["spec.py", "reference.py", "cuco_workload.py"]
 
 
@@ -106,5 +107,10 @@ def how_it_matched(verdict: SemanticVerdict) -> str:
     m = verdict.match
     flags = f", {', '.join(f'{k}={v}' for k, v in m.variant.items())}" if m.variant else ""
     dims = ", ".join(f"{k}={v}" for k, v in m.dims.items() if k not in m.variant)
+    flipped = ""
+    if m.transposed:
+        names = {u: get_pattern(m.family).inputs[i] for i, u in enumerate(m.order) if u is not None}
+        flipped = "; " + "; ".join(f"input {u} is {names.get(u, '?')} transposed, nn.Linear's [out, in]: give the "
+                                   f"kernel w.t().contiguous(), once" for u in m.transposed)
     return (f"its outputs equal the {m.family} reference's on its own inputs at world sizes 2 and 4 "
-            f"({verdict.form} form, dims {dims}{flags})")
+            f"({verdict.form} form, dims {dims}{flags}{flipped})")

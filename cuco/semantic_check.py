@@ -39,6 +39,7 @@ class FamilyMatch:
     order: tuple[Optional[int], ...]  # user input index for each family input (None: the family's own)
     variant: dict = field(default_factory=dict)
     unbatched: bool = False  # the user's tensors lack the family's optional leading batch axis (batch 1)
+    transposed: tuple[int, ...] = ()  # user inputs that are the family's transposed (nn.Linear's [out, in])
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,8 @@ def _verdict(reports: list[dict], names: list[str], worlds: Sequence[int] = (2, 
                 reasons[name] = ("match", (), 0)
                 if match is None:
                     match = FamilyMatch(name, dims, tuple(per_world[0]["order"]), dict(per_world[0]["variant"]),
-                                        bool(per_world[0].get("unbatched")))
+                                        bool(per_world[0].get("unbatched")),
+                                        tuple(per_world[0].get("transposed", ())))
                 continue
             worst = {"status": "unscaled", "why": [
                 "its dims neither stay fixed nor grow in proportion to the world size: " + "; ".join(bad)

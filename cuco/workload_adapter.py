@@ -5,7 +5,8 @@ of its inputs is which of the family's. The spec then builds inputs with the fam
 builder at any dims (the spec's sweep and the emulator's tiny shapes, which a fixed-size
 ``get_inputs()`` could not give) and runs the user's own code as the reference, handing it the
 family's tensors in the user's argument order (without the family's batch axis, kept at 1, when
-the user's tensors have none: ``unbatched``). The written ``cuco_workload.py`` is three lines::
+the user's tensors have none: ``unbatched``; a weight the user keeps as ``nn.Linear`` does, [out,
+in], gets the family's [in, out] tensor transposed: ``transposed``, user argument indices). The written ``cuco_workload.py`` is three lines::
 
     from cuco.workload_adapter import Adapter
     _A = Adapter(__file__, family="allgather_gemm", order=(0, 1), reference=None, inputs=None)
@@ -26,10 +27,12 @@ from design_space.patterns import get_pattern
 
 class Adapter:
     def __init__(self, anchor: str, *, family: str, order: Sequence[Optional[int]], reference: Optional[str] = None,
-                 inputs: Optional[str] = None, user_file: str = "reference.py", unbatched: bool = False) -> None:
+                 inputs: Optional[str] = None, user_file: str = "reference.py", unbatched: bool = False,
+                 transposed: Sequence[int] = ()) -> None:
         self.folder = Path(anchor).resolve().parent
         self.family, self.order = family, tuple(order)
         self.unbatched = unbatched  # the user's tensors lack the family's leading batch axis (kept at 1)
+        self.transposed = frozenset(transposed)  # user inputs held as the family's transposed ([out, in])
         self.user = self.folder / user_file
         self.reference_name, self.inputs_name = reference, inputs
         self._canon = None
@@ -56,7 +59,8 @@ class Adapter:
         args: list = [None] * (max((u for u in self.order if u is not None), default=-1) + 1)
         for name, u in zip(pattern.inputs, self.order):
             if u is not None:
-                args[u] = self._unbatch(inputs[name]) if self.unbatched else inputs[name]
+                x = self._unbatch(inputs[name]) if self.unbatched else inputs[name]
+                args[u] = x.t().contiguous() if u in self.transposed else x
         outputs = self._workload.call(args, group)
         dtype = next(iter(inputs.values())).dtype
         return {name: (out.unsqueeze(0) if self.unbatched else out).to(dtype)
@@ -70,10 +74,11 @@ class Adapter:
 
 
 def adapter_text(*, family: str, order: Sequence[Optional[int]], reference: Optional[str],
-                 inputs: Optional[str], unbatched: bool = False) -> str:
+                 inputs: Optional[str], unbatched: bool = False, transposed: Sequence[int] = ()) -> str:
     """The ``cuco_workload.py`` of a spec folder."""
     return ('"""cuco\'s reference contract over the workload in reference.py (written by `cuco init`; see\n'
             'cuco/workload_adapter.py)."""\n\nfrom cuco.workload_adapter import Adapter\n\n'
             f"_A = Adapter(__file__, family={family!r}, order={tuple(order)!r}, reference={reference!r}, "
-            f"inputs={inputs!r}{', unbatched=True' if unbatched else ''})\n"
+            f"inputs={inputs!r}{', unbatched=True' if unbatched else ''}"
+            f"{f', transposed={tuple(transposed)!r}' if transposed else ''})\n"
             "make_inputs, reference = _A.make_inputs, _A.reference\n")

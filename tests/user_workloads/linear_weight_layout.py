@@ -1,6 +1,6 @@
 """Column-parallel linear with sequence parallelism, the weight kept as nn.Linear keeps it: [out, in]
-(here [N/n, K]) and applied with F.linear. Expected: stops before the first candidate, naming the
-transposed weight."""
+(here [N/n, K]) and applied with F.linear. Expected: read as allgather_gemm's b transposed, ok
+candidates."""
 
 import torch
 import torch.distributed as dist

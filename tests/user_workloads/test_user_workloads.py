@@ -27,13 +27,14 @@ MATCHING = {
     "ulysses_attention_bshd": ((), "ulysses_seq_to_head", {}),
     "mixtral_moe_block": ((), "moe_router_swiglu", {"k": 2}),
     "megatron_parallel_mlp": ((), "tp_mlp", {"act": 3}),
+    "linear_weight_layout": ((), "allgather_gemm", {}),
+    "megatron_mlp_linear_layout": ((), "tp_mlp", {"act": 3}),
 }
 # file -> what the one-line error must name
 MISMATCHED = {
     "k_sharded_allgather": "is split across the ranks",
     "ring_attention_bshd": "a different layout",
     "allgather_gemm_relu": "applies a ReLU",
-    "linear_weight_layout": "only transposed",
 }
 
 
