@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Optional
 
 from cuco import init_workload
+from cuco.native_family import native_family
 from cuco.init_templates import EXAMPLES, TODO_REFERENCE, TODO_SHAPES, readme_text, skeleton_reference, spec_text
-from kernels.seed_analysis import analyse_seed, choose_pattern, function_arity, reference_calls
+from kernels.seed_analysis import analyse_seed, choose_pattern, function_arity
 from cuco.spec_loader import load_spec
 from design_space import ConfigError, KernelSpec, SpecError, get_pattern
 
@@ -74,13 +75,7 @@ def init_from_reference(path: Path, out: Path, *, reference: str = "reference", 
         return _init_workload(path, out, form, reference, inputs, pattern, name, force)
     for role, func in (("reference", reference), ("inputs", inputs)):
         _check_function(path, arity, role, func)
-    chosen, why = choose_pattern(reference_calls(source, reference), source,
-                                 f"{path.name}:{reference}", pattern)
-    base = init_workload.example_spec(chosen)
-    if base is not None:  # a native reference is checked against the family it names, on its own inputs
-        verdict = init_workload.verdict_or_error(path, reference=reference, inputs=inputs, pattern=chosen,
-                                                 native_dims=dict(base.emulation_shapes[0].dims))
-        why = f"{why}; {init_workload.how_it_matched(verdict)}"
+    chosen, why = native_family(path, source, reference, inputs, pattern)
     spec_name = _spec_name(name, path)
     _check_out(out, force)
     todo_shapes = _write_spec(out, spec_name, chosen, origin=path.name, reference=f"reference:{reference}",

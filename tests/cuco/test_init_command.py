@@ -146,19 +146,32 @@ def test_pattern_is_detected_from_the_torch_distributed_calls(body, kind, expect
             choose_pattern(calls, body, "ref.py")
 
 
-def test_ambiguous_or_missing_communication_names_pattern_option(tmp_path):
-    ref = tmp_path / "mixed.py"
+def test_the_family_comes_from_outputs_not_from_the_mix_of_collectives(tmp_path):
+    ref = tmp_path / "mixed.py"  # a reduce-scatter after the gather changes nothing the reference returns
     ref.write_text(EXAMPLE_REF.read_text().replace("dist.all_gather(shards, a.contiguous(), group=group)",
                                                    "dist.all_gather(shards, a)\n    dist.reduce_scatter(a, shards)"))
-    _one_line_error(_init("--from-reference", ref, "--out", tmp_path / "o"), "no single fusion pattern", "--pattern",
-                    "allgather_gemm")
+    text = " ".join(_ok(_init("--from-reference", ref, "--out", tmp_path / "m")).split())
+    assert "pattern allgather_gemm (from all_gather, reduce_scatter; its outputs equal" in text
+
+
+@pytest.mark.parametrize("family", ["gemm_allgather", "ulysses_head_to_seq", "tp_mlp", "reducescatter_rmsnorm",
+                                    "moe_router_swiglu"])
+def test_a_native_reference_is_matched_among_the_families_that_communicate_alike(family, tmp_path):
+    # gemm_allgather gathers like allgather_gemm, the Ulysses directions and MoE with its router
+    # exchange like the MoE dispatch: each builder is tried at each alike family's dims
+    text = " ".join(_ok(_init("--from-reference", ROOT / "examples" / family / "reference.py", "--out",
+                              tmp_path / "o")).split())
+    assert f"pattern {family} (from " in text and load_spec(tmp_path / "o").pattern == family
+
+
+def test_missing_or_unmatched_communication_names_pattern_option(tmp_path):
+    ref = tmp_path / "none.py"
     ref.write_text("import torch\ndef reference(i, d, g):\n    return i\ndef make_inputs(d, r, w, t, g):\n    return {}\n")
     _one_line_error(_init("--from-reference", ref, "--out", tmp_path / "o"), "no collective", "--pattern")
     p2p = tmp_path / "p2p.py"
-    # "else" holds "lse" (a ring-attention word) only as a substring: no pattern may be guessed from it
     p2p.write_text("import torch.distributed as dist\ndef reference(i, d, g):\n    dist.send(i['x'], 1) if i else None\n"
                    "def make_inputs(d, r, w, t, g):\n    return {}\n")
-    _one_line_error(_init("--from-reference", p2p, "--out", tmp_path / "o"), "cannot tell which", "--pattern")
+    _one_line_error(_init("--from-reference", p2p, "--out", tmp_path / "o"), "does not compute", "--pattern NAME")
     assert not (tmp_path / "o").exists()
 
 
@@ -225,3 +238,16 @@ def test_bad_input_gets_one_line_from_the_real_command(tmp_path, args, needles):
     for n in needles:
         assert n in lines[0]
     assert not (tmp_path / "o").exists()
+
+
+def test_only_families_holding_the_dims_the_builder_reads_are_tried():
+    from cuco.native_family import candidates, dims_read
+
+    source = (ROOT / "examples" / "gemm_allgather" / "reference.py").read_text()
+    needs = dims_read(source, ("reference", "make_inputs"))
+    assert needs == {"m", "n", "k", "bias"}
+    calls = reference_calls(source, "reference")
+    # the same kinds first (by name), then families that also gather (the MLP block, ring attention)
+    assert candidates(calls)[:2] == ["allgather_gemm", "gemm_allgather"] and "tp_mlp" in candidates(calls)
+    assert candidates(calls, needs) == ["gemm_allgather"]  # allgather_gemm has no bias dim
+    assert dims_read("def build(d, r, w, t, g):\n    return {'x': d.get('s')}\n", ("reference", "build")) == {"s"}
