@@ -79,7 +79,7 @@ def write_workload_spec(out: Path, *, name: str, path: Path, verdict: SemanticVe
         shutil.copyfile(path, out / "reference.py")
     (out / "cuco_workload.py").write_text(adapter_text(family=m.family, order=m.order, reference=reference,
                                                        inputs=inputs, unbatched=m.unbatched,
-                                                       transposed=m.transposed))
+                                                       transposed=m.transposed, merged=m.merged))
     return ["spec.py", "reference.py", "cuco_workload.py"]
 
 
@@ -107,10 +107,14 @@ def how_it_matched(verdict: SemanticVerdict) -> str:
     m = verdict.match
     flags = f", {', '.join(f'{k}={v}' for k, v in m.variant.items())}" if m.variant else ""
     dims = ", ".join(f"{k}={v}" for k, v in m.dims.items() if k not in m.variant)
-    flipped = ""
+    names = {u: get_pattern(m.family).inputs[i] for i, u in enumerate(m.order) if u is not None}
+    said = []
     if m.transposed:
-        names = {u: get_pattern(m.family).inputs[i] for i, u in enumerate(m.order) if u is not None}
-        flipped = "; " + "; ".join(f"input {u} is {names.get(u, '?')} transposed, nn.Linear's [out, in]: give the "
-                                   f"kernel w.t().contiguous(), once" for u in m.transposed)
+        said.append(f"input(s) {', '.join(map(str, m.transposed))} in nn.Linear's [out, in] layout: the kernel takes "
+                    "them with the last two axes swapped (w.transpose(-2, -1).contiguous(), once)")
+    if m.merged:
+        said.append(f"inputs {m.merged[0]} and {m.merged[1]} are the halves of {names.get(m.merged[0], '?')}: the "
+                    "kernel takes them side by side (torch.cat on the last axis, once)")
+    flipped = "".join(f"; {s}" for s in said)
     return (f"its outputs equal the {m.family} reference's on its own inputs at world sizes 2 and 4 "
             f"({verdict.form} form, dims {dims}{flags}{flipped})")

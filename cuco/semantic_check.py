@@ -39,7 +39,8 @@ class FamilyMatch:
     order: tuple[Optional[int], ...]  # user input index for each family input (None: the family's own)
     variant: dict = field(default_factory=dict)
     unbatched: bool = False  # the user's tensors lack the family's optional leading batch axis (batch 1)
-    transposed: tuple[int, ...] = ()  # user inputs that are the family's transposed (nn.Linear's [out, in])
+    transposed: tuple[int, ...] = ()  # user inputs whose last two axes are the family's swapped ([out, in])
+    merged: tuple[int, ...] = ()  # (i, j): user inputs i and j are one family input's halves (w1 | w3)
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,8 @@ def _verdict(reports: list[dict], names: list[str], worlds: Sequence[int] = (2, 
                 if match is None:
                     match = FamilyMatch(name, dims, tuple(per_world[0]["order"]), dict(per_world[0]["variant"]),
                                         bool(per_world[0].get("unbatched")),
-                                        tuple(per_world[0].get("transposed", ())))
+                                        tuple(per_world[0].get("transposed", ())),
+                                        tuple(per_world[0].get("merged", ())))
                 continue
             worst = {"status": "unscaled", "why": [
                 "its dims neither stay fixed nor grow in proportion to the world size: " + "; ".join(bad)

@@ -6,8 +6,8 @@ reference on those very tensors, in every variant of the family's flags (a norm 
 causal or full mask). Rank 0 writes what matched, and for what did not, why: shapes that fit no
 dims, or outputs that differ (with the common reasons tried: an activation after the result, a
 transposed output, a sum where the family means, or the reverse). A family whose reference names
-an ``OPTIONAL_BATCH_DIM`` also takes tensors without that leading axis, as batch 1; a 2-D tensor
-may be read transposed (an ``nn.Linear`` weight, [out, in]). Runs the
+an ``OPTIONAL_BATCH_DIM`` also takes tensors without that leading axis, as batch 1; weights may be
+read transposed or two of them as one (cuco/tensor_readings.py). Runs the
 user's own code, never a candidate's.
 """
 
@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from cuco import family_signatures as fs
+from cuco import tensor_readings as tr
 from cuco import workload_forms
 from evaluator.reference_worker import fork_ranks
 
@@ -78,32 +79,6 @@ def _variants(flags: dict) -> list[dict]:
     return [dict(zip(names, combo)) for combo in itertools.product(*(flags[n] for n in names))] or [{}]
 
 
-def _readings(sig, canon, shapes: list, kinds: list):
-    """Ways to read the user's tensors as the family's inputs, as (fit, batch axis or None, user
-    inputs read transposed): as given first, then with 2-D tensors transposed (nn.Linear keeps a
-    weight as [out, in], F.linear computes x @ w.t()). A square weight fits both ways, so a
-    transposed reading is tried even where the plain one fits."""
-    batch = getattr(canon, "OPTIONAL_BATCH_DIM", None)
-    two_d = [i for i, s in enumerate(shapes) if s is not None and len(s) == 2]
-    subsets = [()] + [c for k in range(1, min(len(two_d), 3) + 1) for c in itertools.combinations(two_d, k)]
-    out = []
-    for flipped in subsets:
-        seen = [tuple(reversed(s)) if i in flipped else s for i, s in enumerate(shapes)]
-        fitted = fs.fit(sig, seen, kinds)
-        if fitted is not None:
-            out.append((fitted, None, flipped))
-        elif batch:  # the family lets a user leave its leading batch axis out: read the tensors as batch 1
-            fitted = fs.fit(sig, [(1, *s) if s is not None else None for s in seen], kinds, fixed={batch: 1})
-            if fitted is not None:
-                out.append((fitted, batch, flipped))
-    return out
-
-
-def _as_read(user_in: list, batch, flipped: tuple) -> list:
-    xs = [x.t().contiguous() if i in flipped else x for i, x in enumerate(user_in)]
-    return [x.unsqueeze(0) if hasattr(x, "shape") else x for x in xs] if batch is not None else xs
-
-
 def _try_family(entry: dict, user_in: list, user_out: list, world: int, rank: int, torch, dist) -> dict:
     canon = _family_module(entry["reference_path"])
     gen = torch.Generator().manual_seed(4321 + rank)
@@ -113,19 +88,19 @@ def _try_family(entry: dict, user_in: list, user_out: list, world: int, rank: in
 
     sig = fs.infer_signature(entry["name"], build, entry["base"], list(entry["base"]), world)
     shapes = [tuple(x.shape) if hasattr(x, "shape") else None for x in user_in]
-    readings = _readings(sig, canon, shapes, [fs.kind_of(x) for x in user_in])
-    if not readings:
+    kinds = [fs.kind_of(x) for x in user_in]
+    found_readings = tr.readings(sig, shapes, kinds, getattr(canon, "OPTIONAL_BATCH_DIM", None))
+    if not found_readings:
         return {"status": "no_fit", "why": fs.mismatches(sig, shapes), "distance": fs.distance(sig, shapes)}
     first = None
-    for fitted, batch, flipped in readings:
-        found = _try_reading(entry, (canon, sig, build, shapes), fitted, batch, _as_read(user_in, batch, flipped),
-                             user_out, world, torch, dist)
+    for reading in found_readings:
+        found = _try_reading(entry, (canon, sig, build, shapes), reading.fit, reading.batch,
+                             tr.as_read(user_in, reading), user_out, world, torch, dist)
         if found["status"] == "match":
-            return {**found, "transposed": list(flipped)}
-        if flipped:
-            found = {**found, "why": [f"with input(s) {', '.join(map(str, flipped))} read transposed, {w}"
-                                      for w in found["why"]]}
-        first = first or found  # the plain reading's reason, when it fit, is the one to give
+            return {**found, "transposed": list(reading.flipped), "merged": list(reading.merged)}
+        if reading.said():
+            found = {**found, "why": [f"with {reading.said()}, {w}" for w in found["why"]]}
+        first = first or found  # the plainest reading's reason is the one to give
     return first
 
 

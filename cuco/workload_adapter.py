@@ -6,7 +6,8 @@ builder at any dims (the spec's sweep and the emulator's tiny shapes, which a fi
 ``get_inputs()`` could not give) and runs the user's own code as the reference, handing it the
 family's tensors in the user's argument order (without the family's batch axis, kept at 1, when
 the user's tensors have none: ``unbatched``; a weight the user keeps as ``nn.Linear`` does, [out,
-in], gets the family's [in, out] tensor transposed: ``transposed``, user argument indices). The written ``cuco_workload.py`` is three lines::
+in], gets the family's [in, out] tensor transposed: ``transposed``, user argument indices; gate and
+up projections kept apart get the halves of the family's stacked one: ``merged``). The written ``cuco_workload.py`` is three lines::
 
     from cuco.workload_adapter import Adapter
     _A = Adapter(__file__, family="allgather_gemm", order=(0, 1), reference=None, inputs=None)
@@ -21,6 +22,7 @@ from typing import Optional, Sequence
 
 from cuco import workload_forms
 from cuco.semantic_check import EXAMPLES
+from cuco.tensor_readings import user_tensors
 from design_space.errors import SpecError
 from design_space.patterns import get_pattern
 
@@ -28,11 +30,12 @@ from design_space.patterns import get_pattern
 class Adapter:
     def __init__(self, anchor: str, *, family: str, order: Sequence[Optional[int]], reference: Optional[str] = None,
                  inputs: Optional[str] = None, user_file: str = "reference.py", unbatched: bool = False,
-                 transposed: Sequence[int] = ()) -> None:
+                 transposed: Sequence[int] = (), merged: Sequence[int] = ()) -> None:
         self.folder = Path(anchor).resolve().parent
         self.family, self.order = family, tuple(order)
         self.unbatched = unbatched  # the user's tensors lack the family's leading batch axis (kept at 1)
-        self.transposed = frozenset(transposed)  # user inputs held as the family's transposed ([out, in])
+        self.transposed = tuple(transposed)  # user inputs held with the family's last two axes swapped
+        self.merged = tuple(merged)  # (i, j): user inputs i, j are the halves of one family input
         self.user = self.folder / user_file
         self.reference_name, self.inputs_name = reference, inputs
         self._canon = None
@@ -56,11 +59,13 @@ class Adapter:
         if self._workload is None:
             self._workload = workload_forms.load(self.user, reference=self.reference_name, inputs=self.inputs_name)
         pattern = get_pattern(self.family)
-        args: list = [None] * (max((u for u in self.order if u is not None), default=-1) + 1)
+        used = [u for u in (*self.order, *self.merged) if u is not None]
+        args: list = [None] * (max(used, default=-1) + 1)
         for name, u in zip(pattern.inputs, self.order):
             if u is not None:
                 x = self._unbatch(inputs[name]) if self.unbatched else inputs[name]
-                args[u] = x.t().contiguous() if u in self.transposed else x
+                for index, tensor in user_tensors(x, u, flipped=self.transposed, merged=self.merged).items():
+                    args[index] = tensor
         outputs = self._workload.call(args, group)
         dtype = next(iter(inputs.values())).dtype
         return {name: (out.unsqueeze(0) if self.unbatched else out).to(dtype)
@@ -74,11 +79,13 @@ class Adapter:
 
 
 def adapter_text(*, family: str, order: Sequence[Optional[int]], reference: Optional[str],
-                 inputs: Optional[str], unbatched: bool = False, transposed: Sequence[int] = ()) -> str:
+                 inputs: Optional[str], unbatched: bool = False, transposed: Sequence[int] = (),
+                 merged: Sequence[int] = ()) -> str:
     """The ``cuco_workload.py`` of a spec folder."""
     return ('"""cuco\'s reference contract over the workload in reference.py (written by `cuco init`; see\n'
             'cuco/workload_adapter.py)."""\n\nfrom cuco.workload_adapter import Adapter\n\n'
             f"_A = Adapter(__file__, family={family!r}, order={tuple(order)!r}, reference={reference!r}, "
             f"inputs={inputs!r}{', unbatched=True' if unbatched else ''}"
-            f"{f', transposed={tuple(transposed)!r}' if transposed else ''})\n"
+            f"{f', transposed={tuple(transposed)!r}' if transposed else ''}"
+            f"{f', merged={tuple(merged)!r}' if merged else ''})\n"
             "make_inputs, reference = _A.make_inputs, _A.reference\n")

@@ -29,6 +29,7 @@ MATCHING = {
     "megatron_parallel_mlp": ((), "tp_mlp", {"act": 3}),
     "linear_weight_layout": ((), "allgather_gemm", {}),
     "megatron_mlp_linear_layout": ((), "tp_mlp", {"act": 3}),
+    "hf_mixtral_experts": ((), "moe_router_swiglu", {"k": 2}),
 }
 # file -> what the one-line error must name
 MISMATCHED = {
