@@ -20,6 +20,7 @@ from design_space import Candidate, ConfigError, Evaluation, KernelSpec, RunInfo
 from design_space import get_pattern, get_profile
 from evaluator.toolchain import RUNTIME_DIR
 from cuco.browse import _find_store
+from cuco.export_reference import export_reference
 from cuco.shown_text import shown, visible
 
 FILES = Path(__file__).with_name("export_files")
@@ -74,13 +75,14 @@ def run_export(candidate: str, *, run: Optional[str], db: Optional[str], out: Op
     target.mkdir(parents=True, exist_ok=True)
     _write_sources(target, st, package, headers)
     _write_package(target / package, st, sig, package)
-    reference = _reference_file(st.spec)
-    if reference is not None:
-        shutil.copyfile(reference, target / "reference.py")
+    carried = export_reference(st.spec)
+    for source, name in ((carried.reference, "reference.py"), (carried.user, "user_reference.py")):
+        if source is not None:
+            shutil.copyfile(source, target / name)
     shutil.copyfile(FILES / "check.py", target / "check.py")
     manifest = _manifest(st, package)
     (target / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    (target / "README.md").write_text(_readme(st, sig, package, headers, manifest, reference is not None))
+    (target / "README.md").write_text(_readme(st, sig, package, headers, manifest, carried.note))
     console.print(shown(f"exported candidate {st.cand.id} ({manifest['status']}, {manifest['speedup_label']}) "
                         f"of run {st.run.name!r} to {target}"))
     console.print(shown(f"build it: {target / 'build.sh'}; then see {target / 'README.md'}"))
@@ -229,11 +231,6 @@ def _shape(case, worlds) -> dict[str, Any]:
     return out
 
 
-def _reference_file(spec: KernelSpec) -> Optional[Path]:
-    rel = spec.reference.split(":")[0].replace(".", "/") + ".py"
-    return next((Path(d) / rel for d in spec.search_path if (Path(d) / rel).is_file()), None)
-
-
 def _speedup_label(ev: Optional[Evaluation]) -> str:
     if ev is None or ev.speedup is None:
         return "no speedup stored"
@@ -320,7 +317,7 @@ def _layer_doc(sig) -> str:
     return "The exported kernel inside a layer: weights are parameters (this rank's shards; whole if no /n)."
 
 
-def _readme(st: _Stored, sig, package: str, headers: list[str], manifest: dict, has_reference: bool) -> str:
+def _readme(st: _Stored, sig, package: str, headers: list[str], manifest: dict, reference_note: str) -> str:
     from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
     env = Environment(loader=FileSystemLoader(str(FILES)), autoescape=False, keep_trailing_newline=True,
@@ -336,7 +333,7 @@ def _readme(st: _Stored, sig, package: str, headers: list[str], manifest: dict, 
         spec_description=st.spec.description or "(the spec has no description)",
         pattern_description=pattern.description, pattern_notes=pattern.notes,
         inputs=sig.inputs, outputs=sig.outputs, weights=sig.weights, dtype=st.spec.dtype.value,
-        torch_dtype=torch_dtype, has_reference=has_reference, point=point.key() if point else "not declared",
+        torch_dtype=torch_dtype, reference_note=reference_note, point=point.key() if point else "not declared",
         observed_point=ev.observed_point if ev else None, origin=st.cand.origin.label(),
         generation=st.cand.generation, speedup_label=manifest["speedup_label"],
         emulated_worlds=", ".join(map(str, ev.checked_worlds(Tier.EMULATED))) if ev else "",
