@@ -110,10 +110,11 @@ def how_it_matched(verdict: SemanticVerdict) -> str:
     names = {u: get_pattern(m.family).inputs[i] for i, u in enumerate(m.order) if u is not None}
     said = []
     if m.transposed:
-        said.append(f"input(s) {', '.join(map(str, m.transposed))} in nn.Linear's [out, in] layout: the kernel takes "
-                    "them with the last two axes swapped (w.transpose(-2, -1).contiguous(), once)")
+        said.append(f"input(s) {', '.join(map(verdict.named, m.transposed))} in nn.Linear's [out, in] layout: the "
+                    "kernel takes them with the last two axes swapped (w.transpose(-2, -1).contiguous(), once)")
     if m.merged:
-        said.append(f"inputs {m.merged[0]} and {m.merged[1]} are the halves of {names.get(m.merged[0], '?')}: the "
+        said.append(f"inputs {verdict.named(m.merged[0])} and {verdict.named(m.merged[1])} are the halves of "
+                    f"{names.get(m.merged[0], '?')}: the "
                     "kernel takes them side by side (torch.cat on the last axis, once)")
     flipped = "".join(f"; {s}" for s in said)
     return (f"its outputs equal the {m.family} reference's on its own inputs at world sizes 2 and 4 "

@@ -50,6 +50,11 @@ class SemanticVerdict:
     outputs: tuple[str, ...]
     match: Optional[FamilyMatch]
     reasons: dict  # family -> (status, (why, ...), distance) for every family tried
+    input_names: tuple[str, ...] = ()  # the user's names, where known (forward()'s, then lifted parameters)
+
+    def named(self, index: int) -> str:
+        """User input ``index`` as the user names it (``weight (1)``), or by its index."""
+        return f"{self.input_names[index]} ({index})" if index < len(self.input_names) else str(index)
 
     def nearest(self) -> Optional[str]:
         if not self.reasons:
@@ -172,4 +177,5 @@ def _verdict(reports: list[dict], names: list[str], worlds: Sequence[int] = (2, 
                 "world size, as tensor parallelism shards them, or keep each rank's slice fixed"]}
         reasons[name] = (worst["status"], tuple(worst.get("why", ())), int(worst.get("distance", 0)))
     first = reports[0]
-    return SemanticVerdict(first["form"], tuple(first["inputs"]), tuple(first["outputs"]), match, reasons)
+    return SemanticVerdict(first["form"], tuple(first["inputs"]), tuple(first["outputs"]), match, reasons,
+                           tuple(first.get("input_names", ())))

@@ -4,7 +4,8 @@ Forms (found in this order; ``--reference`` / ``--inputs`` name the functions of
 
 - ``kernelbench``: ``class Model(nn.Module)`` whose ``forward(*inputs)`` calls torch.distributed,
   ``get_inputs()`` (one rank's inputs; it may call ``dist.get_rank()``) and optionally
-  ``get_init_inputs()`` (the constructor's arguments);
+  ``get_init_inputs()`` (the constructor's arguments); the model's parameters become inputs after
+  forward()'s (``_kernelbench``);
 - ``solution``: ``solution(*inputs)`` with ``get_inputs()``;
 - ``native``: cuco's own ``reference(inputs: dict, dims, group) -> dict`` with
   ``make_inputs(dims, rank, world, dtype, gen) -> dict`` (it needs a family's dims: see
@@ -112,14 +113,7 @@ def load(path: Path, *, reference: Optional[str] = None, inputs: Optional[str] =
     module = load_module(path)
     form = detect_form(module, reference, inputs)
     if form == "kernelbench":
-        init = getattr(module, "get_init_inputs", lambda: [])
-        model = module.Model(*as_list(init()))
-        if any(True for _ in model.parameters()):
-            raise SpecError(f"{path}: Model holds parameters ({', '.join(n for n, _ in model.named_parameters())})",
-                            "pass every weight to forward() as an input (get_inputs returns it), so each rank's "
-                            "shard is an input cuco can hand to a kernel")
-        return Workload(form, str(path), lambda rank, world, gen: as_list(module.get_inputs()),
-                        lambda xs, group: as_list(model(*xs)), _param_names(model.forward))
+        return _kernelbench(module, path)
     if form == "solution":
         return Workload(form, str(path), lambda rank, world, gen: as_list(module.get_inputs()),
                         _with_group(module.solution), _param_names(module.solution))
@@ -137,6 +131,56 @@ def load(path: Path, *, reference: Optional[str] = None, inputs: Optional[str] =
         return Workload(form, str(path), build,
                         lambda xs, group: as_list(ref(dict(zip(names, xs)), dict(dims), group)), ())
     return Workload(form, str(path), _builder(inp), _with_group(ref), _param_names(ref))
+
+
+LIFT_SEED = 20251  # the same on every rank: a replicated weight (a router, a norm's scale) stays so
+
+
+def _kernelbench(module, path: Path) -> Workload:
+    """A ``Model`` whose weights are its own parameters (as Megatron's and vLLM's layers hold them)
+    has them lifted into inputs after forward()'s, named as ``named_parameters`` names them, and is
+    called through ``torch.func.functional_call``: each rank's shard is then an input cuco can read
+    as a family's and hand to a kernel. Their values are drawn afresh (the same on every rank): a
+    constructor's zeros (a bias) or ``torch.empty`` would hide what the code does with them. The
+    layer must compute at other sizes than its constructor's (as nn.Linear does; a norm's
+    normalized_shape is kept in step with its weight here); one whose forward() reads sizes fixed
+    in ``__init__`` should take its weights as forward() inputs instead."""
+    import torch
+
+    init = getattr(module, "get_init_inputs", lambda: [])
+    with torch.random.fork_rng():  # the constructor's own draws must not move the caller's stream
+        torch.manual_seed(LIFT_SEED)
+        model = module.Model(*as_list(init()))
+    forward_names = _param_names(model.forward)
+    gen = torch.Generator().manual_seed(LIFT_SEED)
+    lifted = {name: _drawn(p, gen) for name, p in model.named_parameters()}
+    if not lifted:
+        return Workload("kernelbench", str(path), lambda rank, world, gen: as_list(module.get_inputs()),
+                        lambda xs, group: as_list(model(*xs)), forward_names)
+
+    def build(rank, world, gen):
+        return as_list(module.get_inputs()) + [t.clone() for t in lifted.values()]
+
+    # cuco runs the layer at other sizes than the constructor's (the spec's shapes, the emulator's
+    # tiny ones): a norm's normalized_shape follows its weight, as F.linear follows a Linear's
+    norms = [(f"{name}.weight" if name else "weight", m) for name, m in model.named_modules()
+             if hasattr(m, "normalized_shape")]
+
+    def call(xs, group):
+        k = len(xs) - len(lifted)
+        params = dict(zip(lifted, xs[k:]))
+        for key, norm in norms:
+            if key in params:
+                norm.normalized_shape = tuple(params[key].shape)
+        return as_list(torch.func.functional_call(model, params, tuple(xs[:k])))
+    return Workload("kernelbench", str(path), build, call, forward_names + tuple(lifted))
+
+
+def _drawn(param, gen):
+    import torch
+
+    values = torch.randn(param.shape, generator=gen, dtype=torch.float32)
+    return (values / param.shape[-1] ** 0.5 if param.dim() >= 2 else values).to(param.dtype)
 
 
 def _param_names(fn) -> tuple[str, ...]:

@@ -30,6 +30,8 @@ MATCHING = {
     "linear_weight_layout": ((), "allgather_gemm", {}),
     "megatron_mlp_linear_layout": ((), "tp_mlp", {"act": 3}),
     "hf_mixtral_experts": ((), "moe_router_swiglu", {"k": 2}),
+    "megatron_column_parallel_module": ((), "allgather_gemm", {}),
+    "row_parallel_norm_module": ((), "gemm_allreduce", {"rmsnorm": 1}),
 }
 # file -> what the one-line error must name
 MISMATCHED = {
