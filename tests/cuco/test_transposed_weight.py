@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.distributed as dist
 
 from cuco.semantic_check import check_workload
 from cuco.workload_adapter import Adapter, adapter_text
@@ -64,13 +63,6 @@ def test_the_adapter_transposes_only_the_inputs_it_names(tmp_path):
     text = adapter_text(family="allgather_gemm", order=(0, 1), reference="solution", inputs=None, transposed=(1,))
     assert text.count("transposed=(1,)") == 1
     compile(text, "cuco_workload.py", "exec")
-
-
-@pytest.fixture
-def one_rank(tmp_path):
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
-    yield dist.group.WORLD
-    dist.destroy_process_group()
 
 
 def test_the_adapter_gives_the_users_code_its_weight_layout_and_gets_the_familys_result(tmp_path, one_rank):

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.distributed as dist
 
 from cuco.semantic_check import check_workload
 from cuco.workload_adapter import Adapter, adapter_text
@@ -32,13 +31,6 @@ def test_the_semantic_check_reads_a_workload_without_the_batch_axis_as_batch_one
     m = verdict.match
     assert (m.family, m.unbatched, m.variant, m.order) == ("ulysses_seq_to_head", True, {"b": 1}, (0,))
     assert m.dims == {"b": 1, "s": 32, "h": 8, "d": 8}
-
-
-@pytest.fixture
-def one_rank(tmp_path):
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
-    yield dist.group.WORLD
-    dist.destroy_process_group()
 
 
 def test_the_adapter_hands_the_user_code_its_own_layout(tmp_path, one_rank):

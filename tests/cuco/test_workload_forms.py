@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.distributed as dist
 
 from cuco import workload_forms
 
@@ -33,13 +32,6 @@ def get_inputs():
 def get_init_inputs():
     return [4]
 '''
-
-
-@pytest.fixture
-def one_rank(tmp_path):
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
-    yield dist.group.WORLD
-    dist.destroy_process_group()
 
 
 @pytest.fixture
