@@ -147,12 +147,17 @@ def run(job: dict, rank: int) -> None:
         mine = {"flops": int(counter.get_total_flops()), "in": _nbytes(list(inputs.values())),
                 "out": _nbytes(list(outputs.values())), "out_shape": list(first.shape),
                 "gemm_shape": shapes.best[1], "calls": list(log), "products": shapes.products}
-        everyone = [None] * world
-        dist.all_gather_object(everyone, mine)
-        if rank == 0:
-            Path(job["out"]).write_text(json.dumps(everyone))
+        _write_from_rank0(dist, mine, world, rank, Path(job["out"]))
     finally:
         dist.destroy_process_group()
+
+
+def _write_from_rank0(dist, mine: dict, world: int, rank: int, out: Path) -> None:
+    """Every rank's record gathered to rank 0, which writes the list as JSON."""
+    everyone = [None] * world
+    dist.all_gather_object(everyone, mine)
+    if rank == 0:
+        out.write_text(json.dumps(everyone))
 
 
 def traced_cost(spec: KernelSpec, dims: Mapping[str, int], world: int) -> WorkloadCost:

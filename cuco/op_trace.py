@@ -197,10 +197,7 @@ def run(job: dict, rank: int) -> None:
             outputs = workload.call(list(inputs), dist.group.WORLD)
         mine = {"inputs": refs, "outputs": [_encode(o, storages) for o in outputs], "storages": storages.table,
                 "ops": ops, "cost": _cost_record(counter, shapes, log, inputs, outputs)}
-        everyone = [None] * world
-        dist.all_gather_object(everyone, mine)
-        if rank == 0:
-            Path(job["out"]).write_text(json.dumps(everyone))
+        cost_trace._write_from_rank0(dist, mine, world, rank, Path(job["out"]))
     finally:
         dist.destroy_process_group()
 

@@ -173,9 +173,11 @@ SIGNATURES: Dict[str, Signature] = {
         from_inputs=lambda s, w: {"m": s["a"][0], "k": s["a"][1] * w, "n": s["b"][1]},
         input_shapes=lambda d, w: [(d["m"], d["k"] // w), (d["k"] // w, d["n"]), (d["n"],)],
         output_shapes=lambda d, w: [(d["m"], d["n"])],
-        problems=lambda d, w: _not_divisible(d, w, ("k",)) + _one_of(d, "rmsnorm", (1, 2), "1 applies RMSNorm"),
+        problems=lambda d, w: (_not_divisible(d, w, ("k",))
+                               + _one_of(d, "rmsnorm", (1, 2, 3), "1 applies RMSNorm, 3 adds the bias")),
         symm_bytes=lambda d, w, e: (2 * d["m"] + w * (-(-d["m"] // w))) * d["n"] * e,
-        flags={"rmsnorm": "1: RMSNorm(Y) * gamma (eps 1e-6), 2: plain Y"},
+        flags={"rmsnorm": "1: RMSNorm(Y) * gamma (eps 1e-6), 2: plain Y, 3: Y + gamma (the [N] input is the "
+                           "layer's bias, added once after the sum)"},
     ),
     "kv_cache_transfer": Signature(
         dims=("l", "t", "h", "dkv"),

@@ -30,11 +30,17 @@ def cost(dims: Mapping[str, int], world: int, dtype: DType) -> WorkloadCost:
         local_fraction=0.0,
     )
 
+EPILOGUES = "rmsnorm: 1 applies RMSNorm(Y) * gamma, 2 outputs Y, 3 outputs Y + gamma (gamma as the bias)"
+
+
 def dim_problems(dims: Mapping[str, int], world: int) -> list[str]:
     missing = [d for d in ("m", "n", "k", "rmsnorm") if d not in dims]
     if missing:
-        return [f"missing dimension(s) {missing} (rmsnorm: 1 applies RMSNorm, 2 does not)"]
-    return [f"k={dims['k']} is not divisible by world size {world}"] if dims["k"] % world else []
+        return [f"missing dimension(s) {missing} ({EPILOGUES})"]
+    out = [f"k={dims['k']} is not divisible by world size {world}"] if dims["k"] % world else []
+    if dims["rmsnorm"] not in (1, 2, 3):
+        out.append(f"rmsnorm={dims['rmsnorm']} must be 1, 2 or 3 ({EPILOGUES})")
+    return out
 
 def _rows_per_owner(dims: Mapping[str, int], world: int) -> int:
     return -(-dims["m"] // world)
@@ -56,7 +62,8 @@ SUPPORTED: dict[str, tuple] = every_value()
 PATTERN = Pattern(
     name="gemm_allreduce",
     description="Row-parallel GEMM + all-reduce (+ fused RMSNorm): Y = sum_j A_j @ B_j on every rank, "
-                "A sharded by columns (K), B by rows; RMSNorm(Y) * gamma when rmsnorm == 1.",
+                "A sharded by columns (K), B by rows; RMSNorm(Y) * gamma when rmsnorm == 1, Y + gamma (the "
+                "layer's bias, added once after the sum) when rmsnorm == 3.",
     dims=("m", "n", "k", "rmsnorm"),
     inputs=("a", "b", "gamma"),
     outputs=("y",),
@@ -68,7 +75,8 @@ PATTERN = Pattern(
         "lsa renders two-shot (push reduce-scatter + push all-gather) for global_barrier and per_peer_signal, "
         "and one-shot pull-and-sum for per_tile_signal",
         "gin and copy_engine render two-shot; multimem reduces in the switch and broadcasts with st",
-        "the owner of a row block applies RMSNorm before the all-gather; host_nccl normalises after it",
+        "the owner of a row block applies RMSNorm (or adds the bias) before the all-gather; host_nccl does "
+        "after it",
         "the partial GEMM runs on the tensor-core tile, never across chunks: 16 x 256 tiles for chunks of at most "
         "16 rows, 128 x 128 for taller ones",
     ),

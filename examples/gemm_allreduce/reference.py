@@ -4,7 +4,9 @@ torch.distributed (runs on gloo and NCCL).
 Rank r holds A_r [M, K/n] (its slice of the activations' hidden dimension), B_r [K/n, N] (its rows
 of a row-parallel weight, e.g. an attention output or MLP down projection) and gamma [N] (the
 RMSNorm weight, the same on every rank). Every rank outputs Y = sum_j A_j @ B_j [M, N], or
-RMSNorm(Y) * gamma (eps 1e-6, per row, fp32 math) when dims["rmsnorm"] == 1.
+RMSNorm(Y) * gamma (eps 1e-6, per row, fp32 math) when dims["rmsnorm"] == 1, or Y + gamma when
+dims["rmsnorm"] == 3: the [N] vector is then the layer's bias, added once after the sum as a
+row-parallel layer (Megatron-LM, vLLM) adds it.
 """
 
 from __future__ import annotations
@@ -40,4 +42,6 @@ def reference(inputs: dict, dims: dict, group) -> dict:
     dist.all_reduce(y, group=group)
     if dims["rmsnorm"] == 1:
         y = rmsnorm(y, gamma)
+    elif dims["rmsnorm"] == 3:
+        y = y + gamma.float()
     return {"y": y.to(a.dtype)}

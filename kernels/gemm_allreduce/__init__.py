@@ -2,7 +2,8 @@
 it includes render a design point into one candidate source.
 
 Rank r holds A_r [M, K/n] (ctx.in[0]), B_r [K/n, N] (ctx.in[1]) and gamma [N] (ctx.in[2]); every
-rank outputs Y = sum_j A_j @ B_j [M, N] (ctx.out[0]), or RMSNorm(Y) * gamma when dims[3] == 1.
+rank outputs Y = sum_j A_j @ B_j [M, N] (ctx.out[0]), or RMSNorm(Y) * gamma when dims[3] == 1, or
+Y + gamma (gamma as the layer's bias, added once after the sum) when dims[3] == 3.
 A rank computes its partial P_r = A_r @ B_r with the tensor-core GEMM tile into its symmetric
 buffer. Rows are split into owner blocks of R = ceil(M / n) rows and each block into chunks of
 whole rows (RMSNorm needs whole rows); stage s holds chunk s of every owner block, so all ranks

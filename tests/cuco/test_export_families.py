@@ -159,10 +159,9 @@ def test_every_signatures_op_arguments_have_distinct_names():
 
 def test_the_new_signatures_mirror_their_patterns_off_the_example_shapes_too():
     """Each dim of each example shape nudged (small values, +1, x3, +world) at worlds 1-8: the
-    same verdict as the pattern's dim_problems and, where it fits, the same buffer sizes. (The
-    older gemm_allreduce signature is left out: it refuses rmsnorm flags other than 1 and 2, which
-    the pattern does not check.)"""
-    for name in FAMILIES:
+    same verdict as the pattern's dim_problems and, where it fits, the same buffer sizes (and for
+    gemm_allreduce, whose pattern now checks its epilogue flag as its signature does)."""
+    for name in (*FAMILIES, "gemm_allreduce"):
         pattern, sig, spec = ds.get_pattern(name), _signatures()[name], load_spec(ROOT / "examples" / name)
         for shape in (*spec.shapes, *spec.emulation_shapes):
             for world in range(1, 9):

@@ -32,6 +32,8 @@ MATCHING = {
     "hf_mixtral_experts": ((), "moe_router_swiglu", {"k": 2}),
     "megatron_column_parallel_module": ((), "allgather_gemm", {}),
     "row_parallel_norm_module": ((), "gemm_allreduce", {"rmsnorm": 1}),
+    "megatron_row_parallel_bias_module": ((), "gemm_allreduce", {"rmsnorm": 3}),
+    "vllm_row_parallel_bias_rank0": ((), "gemm_allreduce", {"rmsnorm": 3}),
 }
 # file -> what the one-line error must name
 MISMATCHED = {

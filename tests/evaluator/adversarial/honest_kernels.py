@@ -87,7 +87,7 @@ ${gather}
   }"""
 
 # gemm_allreduce: Y = sum_r A_r [M, K/n] @ B_r [K/n, N] on every rank (RMSNorm(Y) * gamma when
-# rmsnorm == 1). Each rank's fp32 partial sits in its own symmetric buffer; a barrier; every rank
+# rmsnorm == 1, Y + gamma when rmsnorm == 3). Each rank's fp32 partial sits in its own symmetric buffer; a barrier; every rank
 # reads all partials through cuco_peer.
 _GEMM_ALLREDUCE = """  const int64_t Kl = K / world;
   const cuco_t* A = static_cast<const cuco_t*>(c.in[0]);
@@ -114,7 +114,8 @@ _GEMM_ALLREDUCE = """  const int64_t Kl = K / world;
       float y = 0.f;
       for (int p = 0; p < world; ++p) y += static_cast<const float*>(cuco_peer(c, p))[row * N + col];
       const int64_t i = row * N + col;
-      const float value = NORM == 1 ? y * scale * cuco_to_float(gamma[col]) : y;
+      const float value = NORM == 1 ? y * scale * cuco_to_float(gamma[col])
+                          : NORM == 3 ? y + cuco_to_float(gamma[col]) : y;
       ${store}
     }
   }

@@ -252,7 +252,8 @@ def cudart_version_branch() -> str:
 
 SPEC_SHAPES = {  # the spec's emulation shapes, hard-coded (examples/*/spec.py)
     "allgather_gemm": "(M == 128 && N == 64 && K == 256) || (M == 40 && N == 24 && K == 40)",
-    "gemm_allreduce": "(M == 48 && N == 512 && K == 64) || (M == 37 && N == 520 && K == 40)",
+    "gemm_allreduce": ("(M == 48 && N == 512 && K == 64) || (M == 37 && N == 520 && K == 40) || "
+                       "(M == 20 && N == 264 && K == 48)"),
     "ring_attention": ("(H == 2 && S == 128 && D == 32) || (H == 1 && S == 64 && D == 64) || "
                        "(H == 3 && S == 44 && D == 20)"),
 }

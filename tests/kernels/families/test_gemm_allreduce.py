@@ -60,6 +60,26 @@ MUTATIONS = {
     "gemm-dropped-tile": ("lsa/sequential/global_barrier/cta/16K/1",
                           "if (j >= tiles_in(p, ch)) continue;", "if (j + 1 >= tiles_in(p, ch)) continue;"),
 }
+# (point, text, replacement): each place the bias is added (the owner's row sum, the switch's sum,
+# the host_nccl baseline's epilogue kernel) forgets it, or adds it on every rank before the sum.
+BIAS_MUTATIONS = {
+    "owner-sum-without-bias": ("lsa/split_put_wait/per_tile_signal/warp/4K/2",
+                               "(p.bias ? cuco_to_float(gamma[col]) : 0.f)", "0.f"),
+    "switch-sum-without-bias": ("multimem/sequential/global_barrier/warp/4K/2", "if (p.bias) {", "if (false) {"),
+    "baseline-without-bias": ("host_nccl/sequential/global_barrier/cta/4K/1", "(p.norm || p.bias)", "(p.norm)"),
+    "bias-on-every-partial": ("lsa/split_put_wait/per_peer_signal/warp/4K/2",
+                              "(p.bias ? cuco_to_float(gamma[col]) : 0.f)",
+                              "(p.bias ? c.world * cuco_to_float(gamma[col]) : 0.f)"),
+}
+
+
+@pytest.mark.parametrize("name", sampled(sorted(BIAS_MUTATIONS)))
+def test_a_kernel_that_mishandles_the_bias_fails_emulation(name, spec, cases, shared_cache, tmp_path):
+    key, old, new = BIAS_MUTATIONS[name]
+    broken = mutate(PATTERN.render(ds.DesignPoint.parse_key(key)), old, new)
+    outcome = emulate_only(broken, spec, cases, shared_cache, tmp_path)
+    assert outcome.status is ds.Status.WRONG_RESULT, f"{name}: {outcome.status.value} {outcome.reason}"
+    assert "emu-bias" in outcome.reason, outcome.reason
 
 
 @pytest.mark.parametrize("name", sampled(sorted(MUTATIONS)))
@@ -97,6 +117,12 @@ def test_dims_that_do_not_split_k_are_reported():
     assert "missing" in PATTERN.dim_problems({"m": 8, "n": 8, "k": 8}, 2)[0]
 
 
+def test_an_epilogue_other_than_norm_plain_or_bias_is_reported():
+    assert PATTERN.dim_problems({"m": 8, "n": 8, "k": 8, "rmsnorm": 3}, 2) == []
+    (problem,) = PATTERN.dim_problems({"m": 8, "n": 8, "k": 8, "rmsnorm": 0}, 2)
+    assert "must be 1, 2 or 3" in problem and "bias" in problem
+
+
 def test_multimem_without_per_chunk_signals_is_excluded_only_when_it_cannot_overlap():
     cut = ds.DesignPoint.parse_key("multimem/stream_overlap/per_peer_signal/warp/4K/2")
     kept = ds.DesignPoint.parse_key("multimem/stream_overlap/per_tile_signal/warp/4K/2")
@@ -105,12 +131,12 @@ def test_multimem_without_per_chunk_signals_is_excluded_only_when_it_cannot_over
     assert cut not in ds.valid_points(PATTERN, ds.get_profile("H100"))
 
 
-def _single_process(rank_inputs: list, rmsnorm: bool) -> np.ndarray:
+def _single_process(rank_inputs: list, epilogue: int) -> np.ndarray:
     y = sum(a.astype(np.float64) @ b.astype(np.float64) for a, b, _ in rank_inputs)
-    if rmsnorm:
-        gamma = rank_inputs[0][2].astype(np.float64)
+    gamma = rank_inputs[0][2].astype(np.float64)
+    if epilogue == 1:
         y = y / np.sqrt((y * y).mean(axis=1, keepdims=True) + 1e-6) * gamma
-    return y
+    return y + gamma if epilogue == 3 else y
 
 
 def test_gloo_reference_at_world_two_matches_a_single_process_computation(cases):
@@ -119,7 +145,7 @@ def test_gloo_reference_at_world_two_matches_a_single_process_computation(cases)
         inputs = [tuple(load(tf) for tf in rd.inputs) for rd in case.ranks]
         assert np.array_equal(inputs[0][2], inputs[1][2])  # gamma is the same on every rank
         assert not np.array_equal(inputs[0][0], inputs[1][0])  # A is not
-        expected = _single_process(inputs, case.shape.dims["rmsnorm"] == 1)
+        expected = _single_process(inputs, case.shape.dims["rmsnorm"])
         for rd in case.ranks:
             got = load(rd.outputs[0])
             np.testing.assert_allclose(got, expected, atol=2e-2, rtol=2e-2, err_msg=case.shape.name)
