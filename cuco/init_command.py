@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -15,7 +16,7 @@ from cuco.native_family import native_family
 from cuco.init_templates import EXAMPLES, TODO_REFERENCE, TODO_SHAPES, readme_text, skeleton_reference, spec_text
 from kernels.seed_analysis import analyse_seed, choose_pattern, function_arity
 from cuco.spec_loader import load_spec
-from design_space import ConfigError, KernelSpec, SpecError, get_pattern
+from design_space import ConfigError, CucoError, KernelSpec, SpecError, get_pattern
 
 # The contract of examples/allgather_gemm/reference.py: positional arguments of each function.
 _SIGNATURES = {"inputs": (5, "make_inputs(dims, rank, world, dtype, gen) -> dict"),
@@ -93,10 +94,26 @@ def _init_workload(path: Path, out: Path, form: str, reference: str, inputs: str
     named = (reference, inputs) if form == "function" else (None, None)
     verdict = init_workload.verdict_or_error(path, reference=named[0], inputs=named[1], pattern=pattern)
     spec_name = _spec_name(name, path)
+    existed = out.exists()
     _check_out(out, force)
-    files = init_workload.write_workload_spec(out, name=spec_name, path=path, verdict=verdict, reference=named[0],
-                                              inputs=named[1])
+    # written and run at other sizes in a staging folder first: a refusal leaves --out as it was
+    stage = Path(tempfile.mkdtemp(prefix="cuco-init-"))
+    try:
+        files = init_workload.write_workload_spec(stage, name=spec_name, path=path, verdict=verdict,
+                                                  reference=named[0], inputs=named[1])
+        resized = init_workload.fit_workload_sizes(stage, path, verdict, named[0], named[1])
+    except CucoError:
+        if not existed:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+    else:
+        for f in files:
+            shutil.copyfile(stage / f, out / f)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
     chosen, why = verdict.match.family, init_workload.how_it_matched(verdict)
+    if resized:
+        why += f"; at other sizes the Model is built again: {resized}"
     todo = [f"reference.py imports {m}, which sits beside {path.name}: copy it into {out} too"
             for m in _local_imports(path)]
     (out / "README.md").write_text(readme_text(name=spec_name, pattern=get_pattern(chosen), origin=path.name,

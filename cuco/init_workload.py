@@ -8,13 +8,15 @@ for the nearest family."""
 from __future__ import annotations
 
 import ast
+import os
 import shutil
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Sequence
 
 from cuco.init_templates import _lit, _shape, example_spec
 from cuco.semantic_check import SemanticVerdict, check_workload
 from cuco.workload_adapter import adapter_text
+from cuco.workload_sizes import fit_sizes
 from design_space import SpecError, dim_expr, get_pattern
 
 WORKLOAD_FORMS = ("kernelbench", "solution", "function")
@@ -77,10 +79,35 @@ def write_workload_spec(out: Path, *, name: str, path: Path, verdict: SemanticVe
     (out / "spec.py").write_text(text)
     if path.resolve() != (out / "reference.py").resolve():
         shutil.copyfile(path, out / "reference.py")
+    write_adapter(out, verdict, reference, inputs)
+    return ["spec.py", "reference.py", "cuco_workload.py"]
+
+
+def write_adapter(out: Path, verdict: SemanticVerdict, reference: Optional[str], inputs: Optional[str],
+                  sized: Sequence = ()) -> None:
+    m = verdict.match
     (out / "cuco_workload.py").write_text(adapter_text(family=m.family, order=m.order, reference=reference,
                                                        inputs=inputs, unbatched=m.unbatched,
-                                                       transposed=m.transposed, merged=m.merged))
-    return ["spec.py", "reference.py", "cuco_workload.py"]
+                                                       transposed=m.transposed, merged=m.merged, sized=sized))
+
+
+def fit_workload_sizes(out: Path, origin: Path, verdict: SemanticVerdict, reference: Optional[str],
+                       inputs: Optional[str]) -> str:
+    """Check the spec at ``out`` at other sizes than the user's (cuco/workload_sizes.py), resizing
+    a Model's constructor arguments where that makes it agree; SpecError when nothing does. Returns
+    what was resized, for the user ("" when nothing was). The user's own folder stays importable:
+    a reference importing a module beside it runs as it will once that module is copied."""
+    path = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(origin.resolve().parent), *filter(None, [path])])
+    try:
+        sized = fit_sizes(out, verdict, lambda s: write_adapter(out, verdict, reference, inputs, s))
+    finally:
+        if path is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = path
+    return ", ".join(f"get_init_inputs()[{i}] follows {d}" + (" / world size" if scale == "per_rank" else "")
+                     for i, d, scale in sized)
 
 
 def emulation_shapes(family: str, user: dict, shapes: list[tuple[str, dict]],

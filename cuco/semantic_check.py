@@ -51,6 +51,9 @@ class SemanticVerdict:
     match: Optional[FamilyMatch]
     reasons: dict  # family -> (status, (why, ...), distance) for every family tried
     input_names: tuple[str, ...] = ()  # the user's names, where known (forward()'s, then lifted parameters)
+    # per world size probed: a KernelBench Model's int constructor arguments (None for any other)
+    init_args: tuple[tuple[Optional[int], ...], ...] = ()
+    worlds: tuple[int, ...] = (2, 4)
 
     def named(self, index: int) -> str:
         """User input ``index`` as the user names it (``weight (1)``), or by its index."""
@@ -178,4 +181,5 @@ def _verdict(reports: list[dict], names: list[str], worlds: Sequence[int] = (2, 
         reasons[name] = (worst["status"], tuple(worst.get("why", ())), int(worst.get("distance", 0)))
     first = reports[0]
     return SemanticVerdict(first["form"], tuple(first["inputs"]), tuple(first["outputs"]), match, reasons,
-                           tuple(first.get("input_names", ())))
+                           tuple(first.get("input_names", ())),
+                           tuple(tuple(r.get("init_args", ())) for r in reports), tuple(worlds))

@@ -1,6 +1,7 @@
 """The check ``cuco evolve`` makes before its first candidate: the spec's reference computes what
-its family computes (cuco/semantic_check.py, on the reference's own inputs), so no candidate is
-spent on a semantic mismatch. A spec whose reference is the family's canonical one needs no check;
+its family computes (cuco/semantic_check.py, on the reference's own inputs, then at the emulator's
+shapes and draws around them: cuco/workload_sizes.py), so no candidate is spent on a semantic
+mismatch. A spec whose reference is the family's canonical one needs no check;
 any other is checked once per content (the verdict is kept under the cache, keyed by the spec and
 its reference files)."""
 
@@ -8,9 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Optional
 
+from cuco import workload_sizes
 from cuco.semantic_check import EXAMPLES, check_workload
 from design_space.errors import SpecError
 from design_space.spec import KernelSpec
@@ -34,6 +38,14 @@ def _key(spec: KernelSpec, files: list[Path]) -> str:
     return h.hexdigest()[:24]
 
 
+def _size_problems(spec: KernelSpec) -> list[str]:
+    cache = Path(tempfile.mkdtemp(prefix="cuco-sizes-"))
+    try:
+        return workload_sizes.size_problems(spec, cache)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
 def require_semantics(spec: KernelSpec, cache_dir: Path) -> None:
     """Raise SpecError naming the mismatch when the spec's reference does not compute its family."""
     ref = reference_file(spec)
@@ -54,9 +66,14 @@ def require_semantics(spec: KernelSpec, cache_dir: Path) -> None:
                                  inputs=spec.inputs.partition(":")[2], families=[spec.pattern],
                                  native_dims=dict(spec.emulation_shapes[0].dims))
         found = {"match": verdict.match is not None, "why": "" if verdict.match else verdict.diagnosis()}
+        if verdict.match:  # and at the shapes the emulator draws, not only the first one
+            problems = _size_problems(spec)
+            if problems:
+                found = {"match": False, "why": workload_sizes.refusal(spec.pattern, problems),
+                         "fix": workload_sizes.SIZES_FIX}
         memo.parent.mkdir(parents=True, exist_ok=True)
         memo.write_text(json.dumps(found))
     if not found["match"]:
-        raise SpecError(f"spec {spec.name}: {found['why']}",
-                        "fix the reference (cuco ran it and the family's canonical reference on the same inputs "
-                        "before spending any candidate), or use the family the reference does compute")
+        raise SpecError(f"spec {spec.name}: {found['why']}", found.get("fix") or (
+            "fix the reference (cuco ran it and the family's canonical reference on the same inputs before spending "
+            "any candidate), or use the family the reference does compute"))

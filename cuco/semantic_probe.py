@@ -32,7 +32,7 @@ def _family_module(path: str):
     return module
 
 
-def _close(a, b, torch) -> bool:
+def outputs_close(a, b, torch) -> bool:
     if not (hasattr(a, "shape") and hasattr(b, "shape")) or tuple(a.shape) != tuple(b.shape):
         return False
     a, b = a.double(), b.double()
@@ -52,19 +52,19 @@ def _why_outputs(user, fam, world: int, torch) -> str:
         return f"the reference returns {len(user)} output(s), the family {len(fam)}"
     for u, f in zip(user, fam):
         if tuple(u.shape) != tuple(f.shape):
-            if u.dim() == 2 and tuple(u.shape) == tuple(f.shape[::-1]) and _close(u.t(), f.to(u.dtype), torch):
+            if u.dim() == 2 and tuple(u.shape) == tuple(f.shape[::-1]) and outputs_close(u.t(), f.to(u.dtype), torch):
                 return f"the output is the family's transposed ({list(u.shape)} vs {list(f.shape)})"
             return f"an output shaped {list(u.shape)} where the family gives {list(f.shape)} (a different sharding)"
         f = f.to(torch.float64)
         tried = {"a ReLU": torch.relu(f), "a SiLU": torch.nn.functional.silu(f),
                  "a GELU": torch.nn.functional.gelu(f), "a tanh-GELU": torch.nn.functional.gelu(f, approximate="tanh")}
         for name, g in tried.items():
-            if _close(u, g, torch):
+            if outputs_close(u, g, torch):
                 return (f"the reference applies {name} to the family's result: an epilogue the family does not "
                         "compute (drop it from the reference, or pick a family with that epilogue)")
         for name, g in ((f"the family's result times the world size {world}", f * world),
                         (f"the family's result divided by the world size {world}", f / world)):
-            if _close(u, g, torch):
+            if outputs_close(u, g, torch):
                 return f"the reference returns {name} (a sum where it means, or a mean where it sums)"
     err = max(float((u.double() - f.double()).abs().max()) for u, f in zip(user, fam) if u.shape == f.shape)
     return f"the outputs differ from the family's (max abs error {err:.3g}): the reference computes something else"
@@ -118,7 +118,7 @@ def _try_reading(entry: dict, family: tuple, fitted, batch, user_in: list, user_
         fam_out = workload_forms.as_list(canon.reference(named, dict(dims), dist.group.WORLD))
         if batch is not None:
             fam_out = [f.squeeze(0) if hasattr(f, "shape") else f for f in fam_out]
-        ok = len(fam_out) == len(user_out) and all(_close(u, f.to(u.dtype) if hasattr(u, "dtype") else f, torch)
+        ok = len(fam_out) == len(user_out) and all(outputs_close(u, f.to(u.dtype) if hasattr(u, "dtype") else f, torch)
                                                    for u, f in zip(user_out, fam_out))
         if _agree(ok, torch, dist):
             # an unbatched workload pins the batch to 1 like a flag (the emulation shapes keep it)
@@ -148,7 +148,9 @@ def run(job: dict, rank: int) -> None:
         # the user's code gets copies: one working in place must leave the tensors families read intact
         user_out = wl.call([_copy(x) for x in user_in], dist.group.WORLD)
         report = {"form": wl.form, "inputs": workload_forms.describe(user_in),
-                  "outputs": workload_forms.describe(user_out), "input_names": list(wl.input_names), "families": {}}
+                  "outputs": workload_forms.describe(user_out), "input_names": list(wl.input_names), "families": {},
+                  # the constructor's int arguments (sizes cuco may resize: cuco/workload_sizes.py)
+                  "init_args": [v if type(v) is int else None for v in wl.init_args]}
         for entry in job["families"]:
             try:
                 report["families"][entry["name"]] = _try_family(entry, user_in, user_out, world, rank, torch, dist)

@@ -42,6 +42,7 @@ class Workload:
     call: Callable[[list, Any], list]
     input_names: tuple[str, ...]
     output_names: tuple[str, ...] = ()
+    init_args: tuple = ()  # a KernelBench Model's constructor arguments, as it was built
 
 
 def load_module(path: Path):
@@ -108,12 +109,13 @@ def _with_group(fn) -> Callable[[list, Any], list]:
 
 
 def load(path: Path, *, reference: Optional[str] = None, inputs: Optional[str] = None,
-         dims: Optional[dict] = None, dtype: Any = None) -> Workload:
-    """The workload of ``path``. ``dims``/``dtype``: what a native builder is called with."""
+         dims: Optional[dict] = None, dtype: Any = None, init_args: Optional[Sequence] = None) -> Workload:
+    """The workload of ``path``. ``dims``/``dtype``: what a native builder is called with;
+    ``init_args``: a KernelBench Model's constructor arguments instead of ``get_init_inputs()``'s."""
     module = load_module(path)
     form = detect_form(module, reference, inputs)
     if form == "kernelbench":
-        return _kernelbench(module, path)
+        return _kernelbench(module, path, init_args)
     if form == "solution":
         return Workload(form, str(path), lambda rank, world, gen: as_list(module.get_inputs()),
                         _with_group(module.solution), _param_names(module.solution))
@@ -136,27 +138,27 @@ def load(path: Path, *, reference: Optional[str] = None, inputs: Optional[str] =
 LIFT_SEED = 20251  # the same on every rank: a replicated weight (a router, a norm's scale) stays so
 
 
-def _kernelbench(module, path: Path) -> Workload:
+def _kernelbench(module, path: Path, init_args: Optional[Sequence] = None) -> Workload:
     """A ``Model`` whose weights are its own parameters (as Megatron's and vLLM's layers hold them)
     has them lifted into inputs after forward()'s, named as ``named_parameters`` names them, and is
     called through ``torch.func.functional_call``: each rank's shard is then an input cuco can read
     as a family's and hand to a kernel. Their values are drawn afresh (the same on every rank): a
     constructor's zeros (a bias) or ``torch.empty`` would hide what the code does with them. The
     layer must compute at other sizes than its constructor's (as nn.Linear does; a norm's
-    normalized_shape is kept in step with its weight here); one whose forward() reads sizes fixed
-    in ``__init__`` should take its weights as forward() inputs instead."""
+    normalized_shape is kept in step with its weight here); one whose forward() reads sizes it was
+    constructed with is built again with them resized (``init_args``: cuco/workload_sizes.py)."""
     import torch
 
-    init = getattr(module, "get_init_inputs", lambda: [])
+    args = tuple(as_list(getattr(module, "get_init_inputs", lambda: [])()) if init_args is None else init_args)
     with torch.random.fork_rng():  # the constructor's own draws must not move the caller's stream
         torch.manual_seed(LIFT_SEED)
-        model = module.Model(*as_list(init()))
+        model = module.Model(*args)
     forward_names = _param_names(model.forward)
     gen = torch.Generator().manual_seed(LIFT_SEED)
     lifted = {name: _drawn(p, gen) for name, p in model.named_parameters()}
     if not lifted:
         return Workload("kernelbench", str(path), lambda rank, world, gen: as_list(module.get_inputs()),
-                        lambda xs, group: as_list(model(*xs)), forward_names)
+                        lambda xs, group: as_list(model(*xs)), forward_names, init_args=args)
 
     def build(rank, world, gen):
         return as_list(module.get_inputs()) + [t.clone() for t in lifted.values()]
@@ -173,7 +175,7 @@ def _kernelbench(module, path: Path) -> Workload:
             if key in params:
                 norm.normalized_shape = tuple(params[key].shape)
         return as_list(torch.func.functional_call(model, params, tuple(xs[:k])))
-    return Workload("kernelbench", str(path), build, call, forward_names + tuple(lifted))
+    return Workload("kernelbench", str(path), build, call, forward_names + tuple(lifted), init_args=args)
 
 
 def _drawn(param, gen):

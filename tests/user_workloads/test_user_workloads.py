@@ -34,12 +34,16 @@ MATCHING = {
     "row_parallel_norm_module": ((), "gemm_allreduce", {"rmsnorm": 1}),
     "megatron_row_parallel_bias_module": ((), "gemm_allreduce", {"rmsnorm": 3}),
     "vllm_row_parallel_bias_rank0": ((), "gemm_allreduce", {"rmsnorm": 3}),
+    "megatron_column_parallel_sized": ((), "allgather_gemm", {}),
 }
 # file -> what the one-line error must name
 MISMATCHED = {
     "k_sharded_allgather": "is split across the ranks",
     "ring_attention_bshd": "a different layout",
     "allgather_gemm_relu": "applies a ReLU",
+    # right at their own sizes only: found by running them at the emulator's (cuco/workload_sizes.py)
+    "ulysses_fixed_constants": "reference.py line 13, in solution",
+    "row_parallel_constant_slice": "where the family's is",
 }
 
 
