@@ -23,7 +23,8 @@ def run_check(spec_path: Path, file: Path, *, point: Optional[str], json_out: bo
               db: Optional[str], hardware: Optional[str], console) -> int:
     """Evaluate ``file`` against the spec; 0 when its verdict is ok, 1 when it failed. Usage and
     configuration errors raise ``CucoError`` (the CLI prints one line and exits 2)."""
-    from cuco.loop import default_cache_dir, spec_hash
+    from cuco.cache_dir import default_cache_dir
+    from cuco.loop import spec_hash
     from evaluator.cascade import Evaluator, EvaluatorConfig
 
     if run is not None and ("/" in run or "\\" in run):

@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Optional
 
 from cuco import init_workload
+from cuco.cache_dir import default_cache_dir
 from cuco.native_family import native_family
 from cuco.init_templates import EXAMPLES, TODO_REFERENCE, TODO_SHAPES, readme_text, skeleton_reference, spec_text
 from kernels.seed_analysis import analyse_seed, choose_pattern, function_arity
+from cuco.semantic_gate import remember_match
 from cuco.spec_loader import load_spec
 from design_space import ConfigError, CucoError, KernelSpec, SpecError, get_pattern
 
@@ -116,9 +118,12 @@ def _init_workload(path: Path, out: Path, form: str, reference: str, inputs: str
         why += f"; at other sizes the Model is built again: {resized}"
     todo = [f"reference.py imports {m}, which sits beside {path.name}: copy it into {out} too"
             for m in _local_imports(path)]
+    spec = _load(out)
+    if not todo:  # checked as it stands: evolve's gate need not run the same checks again
+        remember_match(spec, default_cache_dir())
     (out / "README.md").write_text(readme_text(name=spec_name, pattern=get_pattern(chosen), origin=path.name,
                                                why=why, out=out, todo=todo, seed_kernel=None, analysis=[]))
-    return InitResult(out, _load(out), chosen, why, (*files, "README.md"), tuple(todo))
+    return InitResult(out, spec, chosen, why, (*files, "README.md"), tuple(todo))
 
 
 def init_from_seed(path: Path, out: Path, *, pattern: Optional[str] = None, name: Optional[str] = None,

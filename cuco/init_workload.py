@@ -8,7 +8,6 @@ for the nearest family."""
 from __future__ import annotations
 
 import ast
-import os
 import shutil
 from pathlib import Path
 from typing import Optional, Sequence
@@ -95,17 +94,11 @@ def fit_workload_sizes(out: Path, origin: Path, verdict: SemanticVerdict, refere
                        inputs: Optional[str]) -> str:
     """Check the spec at ``out`` at other sizes than the user's (cuco/workload_sizes.py), resizing
     a Model's constructor arguments where that makes it agree; SpecError when nothing does. Returns
-    what was resized, for the user ("" when nothing was). The user's own folder stays importable:
-    a reference importing a module beside it runs as it will once that module is copied."""
-    path = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(origin.resolve().parent), *filter(None, [path])])
-    try:
-        sized = fit_sizes(out, verdict, lambda s: write_adapter(out, verdict, reference, inputs, s))
-    finally:
-        if path is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = path
+    what was resized, for the user ("" when nothing was). The user's own folder stays importable
+    (after the spec's): a reference importing a module beside it runs as it will once that module
+    is copied."""
+    sized = fit_sizes(out, verdict, lambda s: write_adapter(out, verdict, reference, inputs, s),
+                      search=(origin.resolve().parent,))
     return ", ".join(f"get_init_inputs()[{i}] follows {d}" + (" / world size" if scale == "per_rank" else "")
                      for i, d, scale in sized)
 

@@ -30,6 +30,7 @@ from evaluator.emulate import EmulationSettings
 from cuco.agent_wiring import AgentWiring, LLMSettings, configured_names
 from cuco.run_folder import prepare_run_folder
 from cuco.evaluation_queue import EvaluationQueue
+from cuco.cache_dir import default_cache_dir
 from cuco.semantic_gate import require_semantics
 from evaluator import launchers, sandbox
 
@@ -129,11 +130,6 @@ def spec_hash(spec: KernelSpec) -> str:
     # a field added later is left out while it holds its default, so older runs still resume
     unset = {"output_tolerances"} if not spec.output_tolerances else set()
     return hashlib.sha256(spec.model_dump_json(exclude=unset).encode()).hexdigest()[:16]
-
-
-def default_cache_dir() -> Path:
-    env = os.environ.get("CUCO_CACHE_DIR")
-    return Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "cuco"
 
 
 def database_for(options: EvolveOptions) -> str:

@@ -228,30 +228,27 @@ def record(path: Path, *, worlds: Sequence[int], reference: Optional[str], input
            dtype: str = "bf16") -> dict[int, list[dict]]:
     """Each world's per-rank records of the workload at ``path`` (see the module doc)."""
     from design_space.errors import SpecError
-    from evaluator.reference import run_worker
+    from evaluator.reference import run_jobs
 
-    out: dict[int, list[dict]] = {}
     work = Path(tempfile.mkdtemp(prefix="cuco-optrace-"))
     try:
-        for world in worlds:
-            job = {"path": str(Path(path).resolve()), "reference": reference, "inputs": inputs, "world": world,
-                   "dtype": dtype, "init_file": str(work / f"pg{world}"), "out": str(work / f"trace{world}.json")}
-            (work / f"job{world}.json").write_text(json.dumps(job))
-            code, text = run_worker("cuco.op_trace", work / f"job{world}.json", TRACE_TIMEOUT_S,
-                                    f"tracing {Path(path).name}", world)
-            if code != 0 or not Path(job["out"]).is_file():
-                tail = " | ".join(text.decode(errors="replace").strip().splitlines()[-6:])[-1200:]
-                raise SpecError(f"running {Path(path).name} on gloo at world size {world} failed: {tail}",
-                                "run it by hand with torchrun --nproc-per-node 2 (gloo) and fix the error")
-            out[world] = json.loads(Path(job["out"]).read_text())
+        jobs = [{"path": str(Path(path).resolve()), "reference": reference, "inputs": inputs, "world": world,
+                 "dtype": dtype, "init_file": str(work / f"pg{world}"), "out": str(work / f"trace{world}.json")}
+                for world in worlds]
+        failed, text = run_jobs("cuco.op_trace", jobs, work / "jobs.json", TRACE_TIMEOUT_S, f"tracing {Path(path).name}",
+                                lambda j: Path(j["out"]).is_file())
+        if failed is not None:
+            tail = " | ".join(text.decode(errors="replace").strip().splitlines()[-6:])[-1200:]
+            raise SpecError(f"running {Path(path).name} on gloo at world size {failed['world']} failed: {tail}",
+                            "run it by hand with torchrun --nproc-per-node 2 (gloo) and fix the error")
+        return {job["world"]: json.loads(Path(job["out"]).read_text()) for job in jobs}
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return out
 
 
 if __name__ == "__main__":
     import sys
 
-    from evaluator.reference_worker import fork_ranks
+    from evaluator.reference_worker import run_jobs
 
-    sys.exit(fork_ranks(json.loads(Path(sys.argv[1]).read_text()), run))
+    sys.exit(run_jobs(json.loads(Path(sys.argv[1]).read_text()), run))

@@ -22,7 +22,7 @@ from typing import Optional, Sequence
 
 from design_space import dim_expr
 from design_space.errors import SpecError
-from evaluator.reference import run_worker
+from evaluator.reference import run_jobs
 from design_space.patterns import get_pattern, pattern_names
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -107,17 +107,16 @@ def _families(only: Optional[Sequence[str]]) -> list[str]:
     return names
 
 
-def _probe(job: dict, work: Path) -> dict:
-    (work / "job.json").write_text(json.dumps(job))
+def _probe(jobs: list[dict], work: Path) -> list[dict]:
+    """Every world size's probe in one worker launch (torch imported once); a report per job."""
     path = os.pathsep.join([str(EXAMPLES.parent), *filter(None, [os.environ.get("PYTHONPATH")])])
-    returncode, out = run_worker("cuco.semantic_probe", work / "job.json", PROBE_TIMEOUT_S, "the reference",
-                                 job["world"], env={"PYTHONPATH": path})
-    if returncode != 0 or not Path(job["out"]).is_file():
-        text = out.decode(errors="replace").strip().splitlines()
-        tail = " | ".join(text[-6:])[-1200:]
-        raise SpecError(f"the reference or its input builder failed at world size {job['world']}: {tail}",
+    failed, out = run_jobs("cuco.semantic_probe", jobs, work / "jobs.json", PROBE_TIMEOUT_S, "the reference",
+                           lambda j: Path(j["out"]).is_file(), env={"PYTHONPATH": path})
+    if failed is not None:
+        tail = " | ".join(out.decode(errors="replace").strip().splitlines()[-6:])[-1200:]
+        raise SpecError(f"the reference or its input builder failed at world size {failed['world']}: {tail}",
                         "run it by hand with torchrun --nproc-per-node 2 (gloo) and fix the error")
-    return json.loads(Path(job["out"]).read_text())
+    return [json.loads(Path(job["out"]).read_text()) for job in jobs]
 
 
 def check_workload(path: Path, *, reference: Optional[str] = None, inputs: Optional[str] = None,
@@ -130,13 +129,11 @@ def check_workload(path: Path, *, reference: Optional[str] = None, inputs: Optio
     entries = [family_entry(n) for n in _families(families)]
     work = Path(tempfile.mkdtemp(prefix="cuco-semantics-"))
     try:
-        reports = []
-        for world in worlds:
-            job = {"path": str(path), "reference": reference, "inputs": inputs, "world": world,
-                   "init_file": str(work / f"pg{world}"), "out": str(work / f"report{world}.json"),
-                   "families": [at_world(e, world) for e in entries],
-                   "native_dims": dim_expr.resolve(native_dims, world) if native_dims else native_dims}
-            reports.append(_probe(job, work))
+        reports = _probe([{"path": str(path), "reference": reference, "inputs": inputs, "world": world,
+                           "init_file": str(work / f"pg{world}"), "out": str(work / f"report{world}.json"),
+                           "families": [at_world(e, world) for e in entries],
+                           "native_dims": dim_expr.resolve(native_dims, world) if native_dims else native_dims}
+                          for world in worlds], work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return _verdict(reports, [e["name"] for e in entries], tuple(worlds))

@@ -3,14 +3,13 @@ its family computes (cuco/semantic_check.py, on the reference's own inputs, then
 shapes and draws around them: cuco/workload_sizes.py), so no candidate is spent on a semantic
 mismatch. A spec whose reference is the family's canonical one needs no check;
 any other is checked once per content (the verdict is kept under the cache, keyed by the spec and
-its reference files)."""
+its reference files; ``cuco init`` records its own, made by the same runs, so an evolve right after
+it does not repeat them)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Optional
 
@@ -38,36 +37,44 @@ def _key(spec: KernelSpec, files: list[Path]) -> str:
     return h.hexdigest()[:24]
 
 
-def _size_problems(spec: KernelSpec) -> list[str]:
-    cache = Path(tempfile.mkdtemp(prefix="cuco-sizes-"))
-    try:
-        return workload_sizes.size_problems(spec, cache)
-    finally:
-        shutil.rmtree(cache, ignore_errors=True)
-
-
-def require_semantics(spec: KernelSpec, cache_dir: Path) -> None:
-    """Raise SpecError naming the mismatch when the spec's reference does not compute its family."""
+def _memo(spec: KernelSpec, cache_dir: Path) -> Optional[Path]:
+    """Where the verdict on ``spec``'s reference is kept (None: a spec that needs no check)."""
     ref = reference_file(spec)
     canonical = EXAMPLES / spec.pattern / "reference.py"
     if ref is None or not canonical.is_file() or ref == canonical.resolve():
         # the family's own reference; a plugin pattern's (its spec's reference defines it); or one
         # cuco cannot locate (the reference run will say so)
+        return None
+    return Path(cache_dir) / "semantics" / f"{_key(spec, [ref, reference_file(spec, 'inputs') or ref])}.json"
+
+
+def remember_match(spec: KernelSpec, cache_dir: Path) -> None:
+    """Record that ``spec``'s reference computes its family, as ``cuco init`` found by the same runs
+    the gate makes (the semantic check, then the emulator's shapes at every emulation world size),
+    so the first ``cuco evolve`` does not repeat them; any edit to the files changes the key."""
+    memo = _memo(spec, cache_dir)
+    if memo is not None:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        memo.write_text(json.dumps({"match": True, "why": "", "by": "cuco init"}))
+
+
+def require_semantics(spec: KernelSpec, cache_dir: Path) -> None:
+    """Raise SpecError naming the mismatch when the spec's reference does not compute its family."""
+    memo = _memo(spec, cache_dir)
+    if memo is None:
         return
-    inputs = reference_file(spec, "inputs") or ref
-    key = _key(spec, [ref, inputs])
-    memo = Path(cache_dir) / "semantics" / f"{key}.json"
+    ref = reference_file(spec)
     if memo.is_file():
         found = json.loads(memo.read_text())
     else:
-        if inputs != ref:  # the probe reads one file: name the builder through the reference's module
+        if (reference_file(spec, "inputs") or ref) != ref:  # the probe reads one file: name the builder through the reference's module
             return
         verdict = check_workload(ref, reference=spec.reference.partition(":")[2],
                                  inputs=spec.inputs.partition(":")[2], families=[spec.pattern],
                                  native_dims=dict(spec.emulation_shapes[0].dims))
         found = {"match": verdict.match is not None, "why": "" if verdict.match else verdict.diagnosis()}
         if verdict.match:  # and at the shapes the emulator draws, not only the first one
-            problems = _size_problems(spec)
+            problems = workload_sizes.size_problems(spec)
             if problems:
                 found = {"match": False, "why": workload_sizes.refusal(spec.pattern, problems),
                          "fix": workload_sizes.SIZES_FIX}

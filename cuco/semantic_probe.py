@@ -22,7 +22,7 @@ from pathlib import Path
 from cuco import family_signatures as fs
 from cuco import tensor_readings as tr
 from cuco import workload_forms
-from evaluator.reference_worker import fork_ranks
+from evaluator.reference_worker import run_jobs
 
 
 def _family_module(path: str):
@@ -163,8 +163,8 @@ def run(job: dict, rank: int) -> None:
         dist.destroy_process_group()
 
 
-def main(job: dict) -> int:
-    return fork_ranks(job, run)
+def main(jobs) -> int:
+    return run_jobs(jobs, run)
 
 
 if __name__ == "__main__":

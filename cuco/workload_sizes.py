@@ -62,25 +62,34 @@ def _agrees(arg: Optional[int], dim: int, world: int, scale: str) -> bool:
     return arg == dim if scale == "global" else (dim % world == 0 and arg * world == dim)
 
 
-def size_problems(spec: KernelSpec, cache: Path) -> list[str]:
+def size_problems(spec: KernelSpec, search: Sequence[Path] = ()) -> list[str]:
     """What goes wrong when ``spec``'s reference runs at its emulation shapes and drawn variants of
-    them, against the family's canonical reference on the inputs the spec's own builder makes (at
-    the smallest emulation world size); empty when nothing does."""
+    them, at every emulation world size, against the family's canonical reference on the inputs the
+    spec's own builder makes; empty when nothing does. ``search``: folders the reference may import
+    from besides the spec's own (after them)."""
     from evaluator import reference  # noqa: PLC0415
     from evaluator.shape_draws import shape_pool  # noqa: PLC0415
 
     pattern = get_pattern(spec.pattern)
-    worlds = spec.emulation_world_sizes[:1]  # the semantic check ran every world; sizes break at any
-    pool = shape_pool(pattern, spec.emulation_shapes, worlds, DRAWS_PER_SHAPE, DRAW_SEED)
+    spec = spec.model_copy(update={"search_path": (*spec.search_path, *map(str, search))})
+    worlds = spec.emulation_world_sizes
+    pool = shape_pool(pattern, spec.emulation_shapes, worlds, DRAWS_PER_SHAPE, DRAW_SEED)  # as the emulator draws
     cases = [s for options in pool.values() for s in options]
-    try:
-        theirs = reference.prepare(_canonical_twin(spec, cache), pattern, cache / "family", worlds=worlds,
-                                   cases=cases)
-        mine = reference.prepare(spec, pattern, cache / "user", worlds=worlds, cases=cases)
+    cache = Path(tempfile.mkdtemp(prefix="cuco-sizes-"))
+    try:  # both references in one worker launch
+        mine, theirs = reference.prepare_many([(spec, cache / "user"), (_canonical_twin(spec, cache), cache / "family")],
+                                              pattern, worlds=worlds, cases=cases)
+        return _differences(pattern, mine, theirs)
     except SpecError as e:
         return [_condensed(e.problem, spec.emulation_shapes)]
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def _differences(pattern, mine: Sequence, theirs: Sequence) -> list[str]:
+    """The first output that differs, per shape and world size."""
     problems = []
-    for a, b in zip(mine, theirs):  # the first output that differs, per shape and world size
+    for a, b in zip(mine, theirs):
         found = ((rank, name, why) for rank, (ra, rb) in enumerate(zip(a.ranks, b.ranks))
                  for name, fa, fb in zip(pattern.outputs, ra.outputs, rb.outputs) for why in [_differs(fa, fb)] if why)
         first = next(found, None)
@@ -130,24 +139,21 @@ def _dims(case: ShapeCase) -> str:
     return ", ".join(f"{k}={v}" for k, v in case.dims.items())
 
 
-def fit_sizes(folder: Path, verdict: SemanticVerdict, write_adapter: Callable[[Sequence], None]) -> tuple:
+def fit_sizes(folder: Path, verdict: SemanticVerdict, write_adapter: Callable[[Sequence], None],
+              search: Sequence[Path] = ()) -> tuple:
     """Make the spec at ``folder`` run at other sizes, or raise SpecError saying why it cannot;
     returns the constructor reading written (``()``: none needed). ``write_adapter(sized)``
-    rewrites the folder's cuco_workload.py."""
+    rewrites the folder's cuco_workload.py; ``search`` as for ``size_problems``."""
     from cuco.spec_loader import load_spec  # noqa: PLC0415
 
-    cache = Path(tempfile.mkdtemp(prefix="cuco-sizes-"))
-    try:
-        problems = size_problems(load_spec(folder), cache)
-        if not problems:
-            return ()
-        for sized in mappings(verdict):
-            write_adapter(sized)
-            if not size_problems(load_spec(folder), cache):
-                return sized
-        write_adapter(())
-    finally:
-        shutil.rmtree(cache, ignore_errors=True)
+    problems = size_problems(load_spec(folder), search)
+    if not problems:
+        return ()
+    for sized in mappings(verdict):
+        write_adapter(sized)
+        if not size_problems(load_spec(folder), search):
+            return sized
+    write_adapter(())
     raise SpecError(refusal(verdict.match.family if verdict.match else "its family", problems), SIZES_FIX)
 
 

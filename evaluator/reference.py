@@ -14,7 +14,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Optional, Sequence
 
 from design_space.errors import SpecError
 from design_space.evaluation import trim_log
@@ -58,7 +58,7 @@ def _fingerprint(spec: KernelSpec, world: int, cases: Sequence[ShapeCase], seeds
     return h.hexdigest()[:20]
 
 
-def run_worker(module: str, job_file: Path, timeout_s: float, what: str, world: int,
+def run_worker(module: str, job_file: Path, timeout_s: float, what: str, world: int | str,
                env: dict | None = None) -> tuple[int, bytes]:
     """``python -m module job_file`` in its own session: (exit status, output); SpecError when it
     outlives ``timeout_s`` (its whole process group is killed)."""
@@ -75,23 +75,65 @@ def run_worker(module: str, job_file: Path, timeout_s: float, what: str, world: 
     return proc.returncode, out
 
 
-def _run_world(spec: KernelSpec, world: int, cases: Sequence[ShapeCase], seeds: Sequence[int], out: Path) -> None:
-    out = out.resolve()  # gloo's file:// init URL needs an absolute path, or the ranks never meet
-    tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    job = {"world": world, "init_file": str(tmp / "pg_init"), "inputs": spec.inputs, "reference": spec.reference,
-           "search_path": list(spec.search_path), "dtype": spec.dtype.value, "out_dir": str(tmp),
-           "cases": [c.model_dump() for c in cases], "seeds": list(seeds)}
-    (tmp / "job.json").write_text(json.dumps(job))
-    returncode, out_b = run_worker("evaluator.reference_worker", tmp / "job.json", REFERENCE_TIMEOUT_S,
-                                   f"the reference of {spec.name}", world)
-    if returncode != 0:
-        raise SpecError(f"the reference or input builder of {spec.name} failed at world size {world}: "
-                        + trim_log(out_b.decode(errors="replace"), 1500).replace("\n", " | "),
-                        f"run `{spec.reference}` by hand on gloo and fix the error")
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.replace(out)
+def run_jobs(module: str, jobs: Sequence[dict], job_file: Path, timeout_s: float, what: str,
+             done: Callable[[dict], bool], env: dict | None = None) -> tuple[Optional[dict], bytes]:
+    """Every job (each with its ``world``) in one launch of ``python -m module`` (whose main runs
+    them with ``reference_worker.run_jobs``: torch imported once), ``timeout_s`` each: the first job
+    that did not complete (``done``; the last one when the launch failed after all did), or None,
+    and the output."""
+    job_file.write_text(json.dumps(list(jobs)))
+    returncode, out = run_worker(module, job_file, timeout_s * len(jobs), what,
+                                 " or ".join(str(w) for w in dict.fromkeys(j["world"] for j in jobs)), env)
+    failed = next((j for j in jobs if not done(j)), jobs[-1] if returncode != 0 else None)
+    return failed, out
+
+
+@dataclass(frozen=True)
+class _Run:
+    spec: KernelSpec
+    world: int
+    cases: tuple[ShapeCase, ...]
+    folder: Path  # where its data lands once complete
+
+    def complete(self, folder: Optional[Path] = None) -> bool:
+        return all(((folder or self.folder) / f"index_r{r}.json").is_file() for r in range(self.world))
+
+
+def _run_worlds(runs: Sequence[_Run], seeds: Sequence[int]) -> None:
+    """Every run in one worker launch (torch is imported once, each run's ranks forked in turn);
+    each run's data moves into its folder once complete. SpecError for the first that failed."""
+    tmps = []
+    for run in runs:
+        out = run.folder.resolve()  # gloo's file:// init URL needs an absolute path, or the ranks never meet
+        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        tmps.append(tmp)
+    jobs = [{"world": r.world, "init_file": str(t / "pg_init"), "inputs": r.spec.inputs, "reference": r.spec.reference,
+             "search_path": list(r.spec.search_path), "dtype": r.spec.dtype.value, "out_dir": str(t),
+             "cases": [c.model_dump() for c in r.cases], "seeds": list(seeds)} for r, t in zip(runs, tmps)]
+    for job, tmp in zip(jobs, tmps):
+        (tmp / "job.json").write_text(json.dumps(job))
+    names = " and ".join(dict.fromkeys(r.spec.name for r in runs))
+    try:
+        failed, out_b = run_jobs("evaluator.reference_worker", jobs, tmps[0] / "jobs.json", REFERENCE_TIMEOUT_S,
+                                 f"the reference of {names}", lambda j: runs[jobs.index(j)].complete(Path(j["out_dir"])))
+    except SpecError:
+        _remove(tmps)
+        raise
+    for run, job, tmp in zip(runs, jobs, tmps):
+        if job is failed:
+            _remove(tmps)
+            raise SpecError(f"the reference or input builder of {run.spec.name} failed at world size {run.world}: "
+                            + trim_log(out_b.decode(errors="replace"), 1500).replace("\n", " | "),
+                            f"run `{run.spec.reference}` by hand on gloo and fix the error")
+        shutil.rmtree(run.folder, ignore_errors=True)
+        tmp.replace(run.folder)
+
+
+def _remove(folders: Sequence[Path]) -> None:
+    for f in folders:
+        shutil.rmtree(f, ignore_errors=True)
 
 
 def _load(pattern: Pattern, world: int, folder: Path, cases: Sequence[ShapeCase]) -> list[ReferenceCase]:
@@ -121,18 +163,28 @@ def _load(pattern: Pattern, world: int, folder: Path, cases: Sequence[ShapeCase]
 def prepare(spec: KernelSpec, pattern: Pattern, cache_root: Path, *, worlds: Sequence[int],
             cases: Sequence[ShapeCase], seeds: Sequence[int] = (0,)) -> list[ReferenceCase]:
     """Reference data for every (world, case, seed); computed once, then read from ``cache_root``."""
-    out: list[ReferenceCase] = []
-    for world in worlds:
-        # a dim of the world size (``"64*n"``) is an int from here on: the reference, its cache key
-        # and every stage after it (emulation, the observed point) see this world's value
-        cases_w = [c.resolved(world) for c in cases]
-        for case in cases_w:
-            problems = pattern.dim_problems(case.dims, world)
-            if problems:
-                raise SpecError(f"emulation shape {case.name!r} does not fit world size {world}: "
-                                + "; ".join(problems), "change the spec's emulation_shapes or emulation_world_sizes")
-        folder = cache_root / f"w{world}-{_fingerprint(spec, world, cases_w, seeds)}"
-        if not all((folder / f"index_r{r}.json").is_file() for r in range(world)):
-            _run_world(spec, world, cases_w, seeds, folder)
-        out.extend(_load(pattern, world, folder, cases_w))
-    return out
+    return prepare_many([(spec, cache_root)], pattern, worlds=worlds, cases=cases, seeds=seeds)[0]
+
+
+def prepare_many(specs: Sequence[tuple[KernelSpec, Path]], pattern: Pattern, *, worlds: Sequence[int],
+                 cases: Sequence[ShapeCase], seeds: Sequence[int] = (0,)) -> list[list[ReferenceCase]]:
+    """``prepare`` for each (spec, cache root) of one pattern, whatever is not cached yet computed
+    in a single worker launch."""
+    runs: list[list[_Run]] = []
+    for spec, cache_root in specs:
+        runs.append([])
+        for world in worlds:
+            # a dim of the world size (``"64*n"``) is an int from here on: the reference, its cache key
+            # and every stage after it (emulation, the observed point) see this world's value
+            cases_w = tuple(c.resolved(world) for c in cases)
+            for case in cases_w:
+                problems = pattern.dim_problems(case.dims, world)
+                if problems:
+                    raise SpecError(f"emulation shape {case.name!r} does not fit world size {world}: "
+                                    + "; ".join(problems), "change the spec's emulation_shapes or emulation_world_sizes")
+            folder = cache_root / f"w{world}-{_fingerprint(spec, world, cases_w, seeds)}"
+            runs[-1].append(_Run(spec, world, cases_w, folder))
+    todo = [r for per_spec in runs for r in per_spec if not r.complete()]
+    if todo:
+        _run_worlds(todo, seeds)
+    return [[c for r in per_spec for c in _load(pattern, r.world, r.folder, r.cases)] for per_spec in runs]

@@ -1,7 +1,8 @@
 """A reference run: ``python -m evaluator.reference_worker JOB``.
 
 Imports torch once, then forks one process per rank (cheaper than importing torch per rank on
-a 2-core machine). Each rank builds its inputs with the spec's input builder, runs the spec's torch +
+a 2-core machine); JOB may list several runs (world sizes, specs), forked in turn after that one
+import. Each rank builds its inputs with the spec's input builder, runs the spec's torch +
 torch.distributed reference on gloo, and writes inputs and outputs as raw little-endian
 bytes plus a JSON index. Runs in its own process, apart from any candidate.
 """
@@ -122,8 +123,17 @@ def fork_ranks(job: dict, run_rank) -> int:
     return 1 if failed else 0
 
 
-def main(job: dict) -> int:
-    return fork_ranks(job, run)
+def run_jobs(jobs, run_rank) -> int:
+    """``fork_ranks`` for one job or each of a list in turn, torch imported once for all of them;
+    stops at the first that fails (the caller tells which from the outputs each left)."""
+    for job in jobs if isinstance(jobs, list) else [jobs]:
+        if fork_ranks(job, run_rank):
+            return 1
+    return 0
+
+
+def main(jobs) -> int:
+    return run_jobs(jobs, run)
 
 
 if __name__ == "__main__":

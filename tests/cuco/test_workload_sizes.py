@@ -2,12 +2,19 @@
 Model's constructor arguments read as the workload's dims, and what `cuco init` keeps when the
 reference cannot run at the emulator's sizes."""
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from cuco.semantic_check import FamilyMatch, SemanticVerdict
+from cuco.semantic_gate import require_semantics
+from cuco.spec_loader import load_spec
 from cuco.workload_sizes import mappings
+from design_space.errors import SpecError
 
 USER_WORKLOADS = Path(__file__).resolve().parents[1] / "user_workloads"
 CUCO = str(Path(sys.executable).parent / "cuco")
@@ -67,3 +74,47 @@ def test_evolve_stops_before_any_candidate_when_a_hand_edited_spec_is_right_at_s
     (line,) = [ln for ln in run.stderr.splitlines() if ln.startswith("error:")]
     assert "not at the others cuco runs it at" in line and "n=512" in line and "is shaped" in line
     assert "Traceback" not in run.stderr and not (tmp_path / "run" / "cuco.db").exists()
+
+
+def _init(tmp_path, source: Path, cache: Path):
+    env = {**os.environ, "CUCO_CACHE_DIR": str(cache)}
+    return subprocess.run([CUCO, "init", "--from-reference", str(source), "--out", "spec"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600, env=env)
+
+
+def _memos(cache: Path) -> dict:
+    return {p.name: json.loads(p.read_text()) for p in (cache / "semantics").glob("*.json")}
+
+
+def test_evolves_gate_takes_inits_verdict_until_a_file_of_the_spec_changes(tmp_path):
+    cache = tmp_path / "cache"
+    init = _init(tmp_path, USER_WORKLOADS / "megatron_column_parallel_module.py", cache)
+    assert init.returncode == 0, init.stderr
+    (recorded,) = _memos(cache).values()
+    assert recorded == {"match": True, "why": "", "by": "cuco init"}
+    spec = load_spec(tmp_path / "spec")
+    require_semantics(spec, cache)  # init's verdict: nothing new is computed
+    assert len(_memos(cache)) == 1
+    # a hand edit is the user's new code: checked again, and refused when it is wrong
+    ref = tmp_path / "spec" / "reference.py"
+    ref.write_text(ref.read_text().replace("self.weight)\n", "self.weight) * 2\n"))
+    with pytest.raises(SpecError, match="allgather_gemm"):
+        require_semantics(load_spec(tmp_path / "spec"), cache)
+    assert sorted(m.get("by", "gate") for m in _memos(cache).values()) == ["cuco init", "gate"]
+
+
+def test_a_reference_importing_a_module_beside_it_is_checked_with_it_and_left_for_evolve_to_check(tmp_path):
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "tp_helpers.py").write_text("def gathered_matmul(parts, w):\n    import torch\n"
+                                        "    return torch.cat(parts, dim=0) @ w\n")
+    source = (USER_WORKLOADS / "megatron_column_parallel_sp.py").read_text()
+    source = source.replace("import torch.nn as nn\n", "import torch.nn as nn\nfrom tp_helpers import gathered_matmul\n")
+    source = source.replace("return torch.cat(parts, dim=0) @ w_cols", "return gathered_matmul(parts, w_cols)")
+    (user / "layer.py").write_text(source)
+    cache = tmp_path / "cache"
+    init = _init(tmp_path, user / "layer.py", cache)
+    assert init.returncode == 0, init.stderr
+    assert "tp_helpers" in (tmp_path / "spec" / "README.md").read_text()
+    # checked with the user's folder importable, but the spec folder lacks the module: no verdict kept
+    assert not _memos(cache)
