@@ -206,7 +206,8 @@ def _write_package(folder: Path, st: _Stored, sig, package: str) -> None:
 
 def _config(spec: KernelSpec, sig, package: str) -> dict[str, Any]:
     world = spec.emulation_world_sizes[0]
-    head = spec.headline.at(world)
+    pattern = get_pattern(spec.pattern)
+    head = pattern.full_dims(spec.headline.at(world))  # an optional flag the spec leaves out, written in
     carried = set(sig.from_inputs(dict(zip([n for n, _ in sig.inputs], sig.input_shapes(head, world))), world))
     tol = spec.tolerances[spec.dtype]
     return {
@@ -216,18 +217,19 @@ def _config(spec: KernelSpec, sig, package: str) -> dict[str, Any]:
         # do not read): the headline shape's value, so ctx.dims is always complete
         "fixed": {d: int(head[d]) for d in sig.dims if d not in carried and d not in sig.flags},
         "tolerance": {"atol": tol.atol, "rtol": tol.rtol},
-        "shapes": {"emulation": [_shape(s, spec.emulation_world_sizes) for s in spec.emulation_shapes],
-                   "sweep": [_shape(s, spec.world_sizes) for s in spec.shapes]},
+        "shapes": {"emulation": [_shape(pattern, s, spec.emulation_world_sizes) for s in spec.emulation_shapes],
+                   "sweep": [_shape(pattern, s, spec.world_sizes) for s in spec.shapes]},
         "world_sizes": list(spec.world_sizes),
     }
 
 
-def _shape(case, worlds) -> dict[str, Any]:
-    """A shape as check.py reads it; a dim of the world size (``"64*n"``) also as its value at each
-    of the spec's world sizes, so the package needs no expression parser of its own."""
-    out = case.model_dump()
+def _shape(pattern, case, worlds) -> dict[str, Any]:
+    """A shape as check.py reads it, every dim written in; a dim of the world size (``"64*n"``)
+    also as its value at each of the spec's world sizes, so the package needs no expression parser
+    of its own."""
+    out = {**case.model_dump(), "dims": pattern.full_dims(case.dims)}
     if case.scales:
-        out["dims_by_world"] = {str(w): case.at(w) for w in worlds}
+        out["dims_by_world"] = {str(w): pattern.full_dims(case.at(w)) for w in worlds}
     return out
 
 
@@ -292,7 +294,8 @@ def _example(sig, spec: KernelSpec) -> dict[str, Any]:
     names = [n for n, _ in sig.inputs]
     acts = [n for n in names if n not in sig.weights]
     world = spec.emulation_world_sizes[0]
-    flag_defaults = {sig.flag_arg(f): int(spec.headline.at(world)[f]) for f in sig.flags}
+    pattern = get_pattern(spec.pattern)
+    flag_defaults = {sig.flag_arg(f): int(pattern.full_dims(spec.headline.at(world))[f]) for f in sig.flags}
     return {
         "class_name": "".join(p.title() for p in spec.pattern.split("_")) + "Layer",
         "layer_kind": LAYER_KINDS.get(spec.pattern, "tensor-parallel"), "layer_doc": _layer_doc(sig),
@@ -305,7 +308,7 @@ def _example(sig, spec: KernelSpec) -> dict[str, Any]:
         "weight_call": ", ".join(f'inputs["{w}"]' for w in sig.weights),
         "activation_call": ", ".join(f'inputs["{a}"]' for a in acts),
         "run_args": "".join(f"{n}, " for n in names),
-        "example_dims": repr(spec.emulation_shapes[0].at(world)),
+        "example_dims": repr(pattern.full_dims(spec.emulation_shapes[0].at(world))),
         "input_shapes": dict(sig.inputs), "flag_defaults": flag_defaults,
     }
 

@@ -29,12 +29,14 @@ def example_spec(pattern: str) -> Optional[KernelSpec]:
 
 
 def _fitting_value(pattern: Pattern, worlds: tuple[int, ...], choices: tuple[int, ...]) -> dict[str, int]:
-    """One value for every dim that the pattern accepts at every world size (placeholders)."""
+    """One value for every dim that the pattern accepts at every world size (placeholders); a flag
+    a shape may leave out is left out (its off value)."""
+    names = [d for d in pattern.dims if d not in pattern.optional_flags]
     for v in choices:
-        dims = {d: v for d in pattern.dims}
+        dims = {d: v for d in names}
         if not any(pattern.dim_problems(dims, w) for w in worlds):
             return dims
-    return {d: choices[0] for d in pattern.dims}
+    return {d: choices[0] for d in names}
 
 
 def _lit(v) -> str:

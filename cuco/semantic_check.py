@@ -89,8 +89,11 @@ def family_entry(name: str) -> dict:
                         "run cuco from its source checkout (the examples folder holds the references)")
     spec = load_spec(folder)
     shapes = [*spec.emulation_shapes, *spec.shapes]
-    base = dict(spec.emulation_shapes[0].dims)
+    pattern = get_pattern(name)
+    base = pattern.full_dims(spec.emulation_shapes[0].dims)
     flags = {d: [s.dims[d] for s in shapes if d in s.dims] for d in base}
+    for d, values in pattern.optional_flags.items():  # every value, the example's shapes may leave it out
+        flags[d] = [*flags[d], *values]
     return {"name": name, "reference_path": str(folder / "reference.py"), "base": base, "flags": flags}
 
 

@@ -52,10 +52,10 @@ def check_spec(spec: KernelSpec) -> None:
             raise SpecError(problem, "lower world_sizes or name a bigger topology, e.g. "
                                      f"hardware='{hw.name.split(':')[0]}:2x{hw.gpus_per_node}:ib400'")
     for case in (*spec.shapes, *spec.emulation_shapes):
-        missing = [d for d in pattern.dims if d not in case.dims]
+        missing = [d for d in pattern.dims if d not in case.dims and d not in pattern.optional_flags]
         if missing:
             raise SpecError(f"shape {case.name!r} lacks dimension(s) {missing} of pattern {pattern.name}",
-                            f"give every shape the dims {list(pattern.dims)}")
+                            f"give every shape the dims {[d for d in pattern.dims if d not in pattern.optional_flags]}")
     checks = [(c, w) for c in spec.shapes for w in spec.world_sizes]
     checks += [(c, w) for c in spec.emulation_shapes for w in spec.emulation_world_sizes]
     for case, world in checks:

@@ -35,6 +35,16 @@ class Pattern:
     # Sizes the evaluator may vary around the spec's emulation shapes (None: every dim); flags and
     # enumerations (a mask kind, an on/off epilogue, routing parameters) stay as the spec gives them.
     varied_dims: Optional[tuple[str, ...]] = None
+    # Flags added to a family after specs were written without them: a shape may leave such a dim
+    # out, meaning its first value (off), so those specs keep their text and their runs' identity.
+    optional_flags: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    # Inputs only an optional flag's "on" value reads: a builder may leave them out (the kernel
+    # then gets an empty buffer).
+    optional_inputs: tuple[str, ...] = ()
+
+    def full_dims(self, dims: Mapping) -> dict:
+        """``dims`` with every optional flag it leaves out at the value leaving it out means."""
+        return {**dims, **{d: values[0] for d, values in self.optional_flags.items() if d not in dims}}
 
 
     def render(self, point: DesignPoint) -> str:

@@ -99,9 +99,10 @@ class _Run:
         return all(((folder or self.folder) / f"index_r{r}.json").is_file() for r in range(self.world))
 
 
-def _run_worlds(runs: Sequence[_Run], seeds: Sequence[int]) -> None:
+def _run_worlds(runs: Sequence[_Run], seeds: Sequence[int], optional: Sequence[str] = ()) -> None:
     """Every run in one worker launch (torch is imported once, each run's ranks forked in turn);
-    each run's data moves into its folder once complete. SpecError for the first that failed."""
+    each run's data moves into its folder once complete. SpecError for the first that failed.
+    ``optional``: inputs a builder may leave out (saved empty)."""
     tmps = []
     for run in runs:
         out = run.folder.resolve()  # gloo's file:// init URL needs an absolute path, or the ranks never meet
@@ -111,7 +112,8 @@ def _run_worlds(runs: Sequence[_Run], seeds: Sequence[int]) -> None:
         tmps.append(tmp)
     jobs = [{"world": r.world, "init_file": str(t / "pg_init"), "inputs": r.spec.inputs, "reference": r.spec.reference,
              "search_path": list(r.spec.search_path), "dtype": r.spec.dtype.value, "out_dir": str(t),
-             "cases": [c.model_dump() for c in r.cases], "seeds": list(seeds)} for r, t in zip(runs, tmps)]
+             "cases": [c.model_dump() for c in r.cases], "seeds": list(seeds), "optional_inputs": list(optional)}
+            for r, t in zip(runs, tmps)]
     for job, tmp in zip(jobs, tmps):
         (tmp / "job.json").write_text(json.dumps(job))
     names = " and ".join(dict.fromkeys(r.spec.name for r in runs))
@@ -129,6 +131,11 @@ def _run_worlds(runs: Sequence[_Run], seeds: Sequence[int]) -> None:
                             f"run `{run.spec.reference}` by hand on gloo and fix the error")
         shutil.rmtree(run.folder, ignore_errors=True)
         tmp.replace(run.folder)
+
+
+def _complete(pattern: Pattern, case: ShapeCase) -> ShapeCase:
+    dims = pattern.full_dims(case.dims)
+    return case if dims == case.dims else ShapeCase(name=case.name, dims=dims)
 
 
 def _remove(folders: Sequence[Path]) -> None:
@@ -176,7 +183,8 @@ def prepare_many(specs: Sequence[tuple[KernelSpec, Path]], pattern: Pattern, *, 
         for world in worlds:
             # a dim of the world size (``"64*n"``) is an int from here on: the reference, its cache key
             # and every stage after it (emulation, the observed point) see this world's value
-            cases_w = tuple(c.resolved(world) for c in cases)
+            # and an optional flag the shape leaves out has its value written in
+            cases_w = tuple(_complete(pattern, c.resolved(world)) for c in cases)
             for case in cases_w:
                 problems = pattern.dim_problems(case.dims, world)
                 if problems:
@@ -186,5 +194,5 @@ def prepare_many(specs: Sequence[tuple[KernelSpec, Path]], pattern: Pattern, *, 
             runs[-1].append(_Run(spec, world, cases_w, folder))
     todo = [r for per_spec in runs for r in per_spec if not r.complete()]
     if todo:
-        _run_worlds(todo, seeds)
+        _run_worlds(todo, seeds, pattern.optional_inputs)
     return [[c for r in per_spec for c in _load(pattern, r.world, r.folder, r.cases)] for per_spec in runs]

@@ -81,6 +81,8 @@ def run(job: dict, rank: int) -> None:
                 # change the inputs saved for candidates, nor those of its own float64 run
                 outputs = reference(_copies(inputs), dict(case["dims"]), dist.group.WORLD)
                 errors = _own_error(reference, inputs, outputs, dict(case["dims"]), dist.group.WORLD)
+                for name in job.get("optional_inputs", ()):  # left out: read only by a flag that is off
+                    inputs.setdefault(name, torch.empty(0, dtype=dtype))
                 folder = Path(job["out_dir"]) / f"{case['name']}" / f"t{trial}"
                 folder.mkdir(parents=True, exist_ok=True)
                 index.append({

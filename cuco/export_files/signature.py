@@ -144,15 +144,18 @@ def _ulysses(src: str, dst: str) -> Signature:
 
 SIGNATURES: Dict[str, Signature] = {
     "allgather_gemm": Signature(
-        dims=("m", "n", "k"),
-        inputs=(("a", "[M/n, K]"), ("b", "[K, N/n]")),
+        dims=("m", "n", "k", "bias"),
+        inputs=(("a", "[M/n, K]"), ("b", "[K, N/n]"), ("bias", "[N/n]")),
         outputs=(("c", "[M, N/n]"),),
-        weights=("b",),
+        weights=("b", "bias"),
         from_inputs=lambda s, w: {"m": s["a"][0] * w, "k": s["a"][1], "n": s["b"][1] * w},
-        input_shapes=lambda d, w: [(d["m"] // w, d["k"]), (d["k"], d["n"] // w)],
+        input_shapes=lambda d, w: [(d["m"] // w, d["k"]), (d["k"], d["n"] // w), (d["n"] // w,)],
         output_shapes=lambda d, w: [(d["m"], d["n"] // w)],
-        problems=lambda d, w: _not_divisible(d, w, ("m", "n")),
+        problems=lambda d, w: _not_divisible(d, w, ("m", "n")) + _one_of(d, "bias", (1, 2), "1 adds the bias"),
         symm_bytes=lambda d, w, e: d["m"] * d["k"] * e,
+        flags={"bias": "1: C_r = allgather(A) @ B_r + bias_r, 2: C_r = allgather(A) @ B_r, the bias tensor passed "
+                       "but not added"},
+        flag_args={"bias": "add_bias"},
     ),
     "gemm_reducescatter": Signature(
         dims=("m", "n", "k"),

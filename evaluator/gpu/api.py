@@ -59,7 +59,7 @@ def fitting_shapes(pattern: Pattern, shapes: Sequence[ShapeCase], world: int) ->
 
 
 def _case(pattern: Pattern, spec: KernelSpec, shape: ShapeCase, world: int) -> dict:
-    d, dims = spec.dtype, shape.at(world)  # a dim of the world size at this world
+    d, dims = spec.dtype, pattern.full_dims(shape.at(world))  # a dim of the world size at this world
     return {"name": shape.name, "dims": dims, "dims_list": [dims[k] for k in pattern.dims],
             "symm_bytes": pattern.symm_bytes(dims, world, d),
             "workspace_bytes": max(1 << 16, pattern.workspace_bytes(dims, world, d))}

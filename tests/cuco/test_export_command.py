@@ -135,7 +135,8 @@ def test_the_export_holds_the_exact_source_the_runtime_it_includes_and_where_it_
 
 def test_the_readme_shows_the_layer_the_figures_as_stored_and_the_limits(exported):
     text = (exported / "README.md").read_text()
-    assert "torch.ops.cuco_allgather_gemm.run(a, self.b, self.world, self.group_name)" in text
+    assert "torch.ops.cuco_allgather_gemm.run(a, self.b, self.bias, self.add_bias, self.world, self.group_name)" in text
+    assert "- `add_bias` (default 2): " in text  # the example spec has no bias: the op's default adds none
     assert "class AllgatherGemmLayer(torch.nn.Module)" in text and "torchrun --nproc-per-node" in text
     assert "./build.sh" in text and "C_r = allgather(A) @ B_r" in text and KEY in text
     assert "**1.50x (simulated)**" in text and "| **simulated** | 2.000 ms | 1.000 ms | 3.000 ms | 1.50x | 50% |" in text
@@ -178,22 +179,24 @@ out = {"registered": hasattr(torch.ops.cuco_allgather_gemm, "run"), "lib_loaded"
 with FakeTensorMode():
     a = torch.empty(16, 64, dtype=torch.bfloat16, device="cuda")
     b = torch.empty(64, 8, dtype=torch.bfloat16, device="cuda")
+    bias = torch.empty(8, dtype=torch.bfloat16, device="cuda")
     for world in (2, 4):
-        c = torch.ops.cuco_allgather_gemm.run(a, b, world, "g")
+        c = torch.ops.cuco_allgather_gemm.run(a, b, bias, 2, world, "g")
         out[f"w{world}"] = [list(c.shape), str(c.dtype), c.device.type]
     try:
-        torch.ops.cuco_allgather_gemm.run(a, torch.empty(32, 8, dtype=torch.bfloat16, device="cuda"), 2, "g")
+        torch.ops.cuco_allgather_gemm.run(a, torch.empty(32, 8, dtype=torch.bfloat16, device="cuda"), bias, 2, 2, "g")
     except ValueError as e:
         out["mismatch"] = str(e)
 
 class Layer(torch.nn.Module):
-    def __init__(self, b):
+    def __init__(self, b, bias):
         super().__init__()
         self.b = torch.nn.Parameter(b, requires_grad=False)
+        self.bias = torch.nn.Parameter(bias, requires_grad=False)
     def forward(self, a):
-        return torch.ops.cuco_allgather_gemm.run(a, self.b, 4, "g")
+        return torch.ops.cuco_allgather_gemm.run(a, self.b, self.bias, 1, 4, "g")
 
-ep = torch.export.export(Layer(torch.randn(64, 8, dtype=torch.bfloat16)),
+ep = torch.export.export(Layer(torch.randn(64, 8, dtype=torch.bfloat16), torch.randn(8, dtype=torch.bfloat16)),
                          (torch.randn(16, 64, dtype=torch.bfloat16),), strict=True)
 out["export"] = [[str(n.target), list(n.meta["val"].shape)] for n in ep.graph.nodes if n.op == "call_function"]
 out["lib_loaded_after"] = native._lib is not None
@@ -207,7 +210,8 @@ def test_the_op_registers_and_its_fake_kernel_gives_the_shapes_without_a_gpu_or_
     assert res.returncode == 0, res.stderr
     out = json.loads(res.stdout.strip().splitlines()[-1])
     assert out["registered"] and not out["cuda"] and not (exported / "cuco_allgather_gemm/libcuco_allgather_gemm.so").exists()
-    assert out["schema"] == "cuco_allgather_gemm::run(Tensor a, Tensor b, int world, str group_name) -> Tensor"
+    assert out["schema"] == ("cuco_allgather_gemm::run(Tensor a, Tensor b, Tensor bias, int add_bias, int world, "
+                             "str group_name) -> Tensor")
     assert out["w2"] == [[32, 8], "torch.bfloat16", "cuda"] and out["w4"] == [[64, 8], "torch.bfloat16", "cuda"]
     assert "input b must be [K, N/n] = [64, 8] for these dims, got [32, 8]" in out["mismatch"]
     assert out["export"] == [["cuco_allgather_gemm.run.default", [64, 8]]]
@@ -224,7 +228,7 @@ def test_the_shipped_signature_computes_what_cucos_patterns_do():
         spec = load_spec(ROOT / "examples" / name)
         for shape in (*spec.shapes, *spec.emulation_shapes):
             for world in (1, 2, 3, 4, 6, 8):
-                d = dict(shape.dims)
+                d = pattern.full_dims(shape.dims)  # the op always takes every flag
                 assert bool(sig.problems(d, world)) == bool(pattern.dim_problems(d, world)), (name, shape.name, world)
                 if pattern.dim_problems(d, world):
                     continue
@@ -252,7 +256,7 @@ def test_the_signature_matches_every_example_references_shapes_at_two_world_size
         sig, ref, spec = sigs[name], _reference_module(name), load_spec(ROOT / "examples" / name)
         for world in (2, 4):
             for shape in spec.emulation_shapes:
-                dims = dict(shape.dims)
+                dims = ds.get_pattern(name).full_dims(shape.dims)
                 for rank in (0, world - 1):
                     dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=world)
                     try:
@@ -327,7 +331,8 @@ def test_the_built_op_matches_the_reference_on_one_to_n_gpus(built, stored):
     gpus = min(torch.cuda.device_count(), 8)
     sig = _signatures()["allgather_gemm"]
     worlds = [w for w in range(1, gpus + 1)
-              if any(not sig.problems(dict(s.dims), w) for s in stored["spec"].emulation_shapes)]
+              if any(not sig.problems(ds.get_pattern("allgather_gemm").full_dims(s.dims), w)
+                     for s in stored["spec"].emulation_shapes)]
     assert worlds and worlds[0] == 1
     for world in worlds:
         res = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",

@@ -249,5 +249,8 @@ def test_only_families_holding_the_dims_the_builder_reads_are_tried():
     calls = reference_calls(source, "reference")
     # the same kinds first (by name), then families that also gather (the MLP block, ring attention)
     assert candidates(calls)[:2] == ["allgather_gemm", "gemm_allgather"] and "tp_mlp" in candidates(calls)
-    assert candidates(calls, needs) == ["gemm_allgather"]  # allgather_gemm has no bias dim
+    # families lacking a dim it reads (ring attention, the MLP block: no bias) are not tried
+    assert candidates(calls, needs)[:2] == ["allgather_gemm", "gemm_allgather"]
+    assert all(needs <= set(ds.get_pattern(f).dims) for f in candidates(calls, needs))
+    assert "tp_mlp" not in candidates(calls, needs) and "ring_attention" not in candidates(calls, needs)
     assert dims_read("def build(d, r, w, t, g):\n    return {'x': d.get('s')}\n", ("reference", "build")) == {"s"}

@@ -35,6 +35,7 @@ MATCHING = {
     "megatron_row_parallel_bias_module": ((), "gemm_allreduce", {"rmsnorm": 3}),
     "vllm_row_parallel_bias_rank0": ((), "gemm_allreduce", {"rmsnorm": 3}),
     "megatron_column_parallel_sized": ((), "allgather_gemm", {}),
+    "megatron_column_parallel_sp_bias": ((), "allgather_gemm", {"bias": 1}),
 }
 # file -> what the one-line error must name
 MISMATCHED = {

@@ -26,8 +26,8 @@ def test_seeded_sample_of_the_family_builds_and_emulates(spec, shared_cache):
 
 # The spec's emulation shapes hold at most one 64-row tile per shard; this shape holds several
 # (shards of 132 and 66 rows, ragged N and K, 4K chunks that straddle tile rows), so waits and
-# pipelines that span tile rows are emulated too.
-SEVERAL_TILE_ROWS = ds.ShapeCase(name="several-tile-rows", dims={"m": 264, "n": 72, "k": 40})
+# pipelines that span tile rows are emulated too; with the bias on, as Megatron-LM's layer has it.
+SEVERAL_TILE_ROWS = ds.ShapeCase(name="several-tile-rows", dims={"m": 264, "n": 72, "k": 40, "bias": 1})
 
 
 def test_every_placement_and_sync_scope_passes_with_several_tile_rows(spec, shared_cache, tmp_path):
@@ -44,6 +44,38 @@ def test_every_placement_and_sync_scope_passes_with_several_tile_rows(spec, shar
         if out.status is not ds.Status.OK:
             failures.append(f"{p.key()}: {out.status.value} {out.reason}")
     assert len(combos) >= 9 and not failures, failures
+
+
+BIAS_LINE = "if (p.bias) ep.bias ="
+
+
+def test_every_backend_adds_the_bias_and_a_kernel_that_drops_it_fails(spec, shared_cache, tmp_path):
+    with_bias = spec.model_copy(update={"emulation_shapes": tuple(
+        ds.ShapeCase(name=f"{s.name}-bias", dims={**s.dims, "bias": 1}) for s in spec.emulation_shapes)})
+    cases = reference_cases(with_bias, shared_cache)
+    rng = random.Random(5)
+    points = ds.valid_points(PATTERN, ds.get_profile("H100"))
+    failures = []
+    for backend in sorted({p.backend.value for p in points}):
+        p = rng.choice([q for q in points if q.backend.value == backend])
+        src = PATTERN.render(p)
+        assert src.count(BIAS_LINE) == 1, p.key()  # in the one tile every output tile goes through
+        out = emulate_only(src, with_bias, cases, shared_cache, tmp_path / p.key().replace("/", "_"))
+        if out.status is not ds.Status.OK:
+            failures.append(f"{p.key()}: {out.status.value} {out.reason}")
+    assert not failures, failures
+    dropped = emulate_only(edit_lines(src, BIAS_LINE), with_bias, cases, shared_cache, tmp_path / "dropped")
+    assert dropped.status is ds.Status.WRONG_RESULT, dropped.reason
+
+
+def test_a_spec_without_the_bias_dim_reads_as_no_bias_and_needs_no_bias_input():
+    assert list(PATTERN.full_dims({"m": 8, "n": 8, "k": 4}).items()) == [("m", 8), ("n", 8), ("k", 4), ("bias", 2)]
+    assert PATTERN.dim_problems({"m": 8, "n": 8, "k": 4}, 2) == []
+    assert PATTERN.dim_problems({"m": 8, "n": 8, "k": 4, "bias": 0}, 2)  # not a flag value
+    on, off = (PATTERN.cost({"m": 4096, "n": 28672, "k": 8192, "bias": b}, 8, ds.DType.BF16) for b in (1, 2))
+    assert on.hbm_bytes - off.hbm_bytes == 3584 * 2  # bias_r [N/n] read once
+    assert off.hbm_bytes == PATTERN.cost({"m": 4096, "n": 28672, "k": 8192}, 8, ds.DType.BF16).hbm_bytes
+    assert "bias" in PATTERN.optional_inputs
 
 
 # (point, text whose lines are dropped): every placement x sync scope the family renders
