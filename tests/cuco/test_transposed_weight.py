@@ -36,7 +36,8 @@ def test_the_semantic_check_reads_an_nn_linear_weight_transposed():
     verdict = check_workload(USER, families=["allgather_gemm"])
     assert verdict.match is not None, verdict.diagnosis()
     m = verdict.match
-    assert (m.family, m.order, m.transposed) == ("allgather_gemm", (0, 1), (1,))
+    assert (m.family, m.order, m.transposed) == ("allgather_gemm", (0, 1, None), (1,))  # no bias
+    assert m.variant == {"bias": 2}
     assert (m.dims["m"], m.dims["k"], m.dims["n"]) == (32, 64, 96)
 
 

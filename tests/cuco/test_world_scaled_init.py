@@ -79,6 +79,11 @@ def test_space_reports_bounds_at_the_world_it_is_asked_for():
 
 def test_export_writes_each_worlds_dims_beside_the_expression():
     spec = _spec([{"m": 64, "n": 48, "k": "64*n"}])
-    out = export_command._shape(spec.shapes[0], spec.world_sizes)
+    pattern = ds.get_pattern(spec.pattern)
+    out = export_command._shape(pattern, spec.shapes[0], spec.world_sizes)
     assert out["dims"]["k"] == "64*n" and out["dims_by_world"]["8"] == {"m": 64, "n": 48, "k": 512}
-    assert "dims_by_world" not in export_command._shape(ds.ShapeCase(name="a", dims={"m": 2}), (2,))
+    assert "dims_by_world" not in export_command._shape(pattern, ds.ShapeCase(name="a", dims={"m": 2}), (2,))
+    # every dim written in, a flag the shape leaves out too: the package's check.py sets ctx.dims from them
+    ag = export_command._shape(ds.get_pattern("allgather_gemm"), ds.ShapeCase(name="a", dims={"m": 8, "n": 8, "k": 4}),
+                               (2,))
+    assert ag["dims"] == {"m": 8, "n": 8, "k": 4, "bias": 2}

@@ -15,7 +15,7 @@ def test_the_allgather_gemm_seed_shows_its_collective_buffers_and_the_kernel_tha
     assert "kernels launched: naive_gemm" in text
     assert "device buffers allocated: a_shard, a_full, b, c" in text
     assert "ncclAllGather (line 60) moves a_shard -> a_full; later read by the kernel(s) naive_gemm" in text
-    assert "ctx.in = [a, b]; ctx.out = [c]" in text
+    assert "ctx.in = [a, b, bias]; ctx.out = [c]" in text
 
 
 def test_without_a_seed_the_references_torch_distributed_calls_are_read(example_spec):

@@ -338,11 +338,12 @@ def peer_input_through_the_symmetric_buffer() -> str:
 
 def peer_input_by_pointer_arithmetic() -> str:
     # no puts, no signals: rank p's A sits a fixed distance from this rank's in the emulator's
-    # address space (regions in rank order, page-rounded, a guard page each), so compute it
+    # address space (regions in rank order, page-rounded, a guard page each; allgather_gemm's
+    # empty bias input, in a spec without a bias, adds three pages), so compute it
     prelude = """static __host__ __device__ int64_t pages(int64_t bytes) { return (bytes + 4095) / 4096 * 4096; }
 static __device__ const cuco_t* peer_a(const cuco_ctx& c, int p, int64_t M, int64_t N, int64_t K) {
   const int64_t shard = M / c.world, Nl = N / c.world, s = (int64_t)sizeof(cuco_t);
-  const int64_t stride = pages(shard * K * s) + pages(K * Nl * s) + pages(M * Nl * s) + 6 * 4096;
+  const int64_t stride = pages(shard * K * s) + pages(K * Nl * s) + pages(M * Nl * s) + 9 * 4096;
   return reinterpret_cast<const cuco_t*>(static_cast<const char*>(c.in[0]) + (p - c.rank) * stride);
 }"""
     src = AG.render(prelude=prelude, publish="(void)peer;", signal="(void)peer;")
