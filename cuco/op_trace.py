@@ -228,18 +228,18 @@ def record(path: Path, *, worlds: Sequence[int], reference: Optional[str], input
            dtype: str = "bf16") -> dict[int, list[dict]]:
     """Each world's per-rank records of the workload at ``path`` (see the module doc)."""
     from design_space.errors import SpecError
-    from evaluator.reference import run_jobs
+    from evaluator.reference import last_lines, launch_jobs
 
     work = Path(tempfile.mkdtemp(prefix="cuco-optrace-"))
     try:
         jobs = [{"path": str(Path(path).resolve()), "reference": reference, "inputs": inputs, "world": world,
                  "dtype": dtype, "init_file": str(work / f"pg{world}"), "out": str(work / f"trace{world}.json")}
                 for world in worlds]
-        failed, text = run_jobs("cuco.op_trace", jobs, work / "jobs.json", TRACE_TIMEOUT_S, f"tracing {Path(path).name}",
+        failed, text = launch_jobs("cuco.op_trace", jobs, work / "jobs.json", TRACE_TIMEOUT_S, f"tracing {Path(path).name}",
                                 lambda j: Path(j["out"]).is_file())
         if failed is not None:
-            tail = " | ".join(text.decode(errors="replace").strip().splitlines()[-6:])[-1200:]
-            raise SpecError(f"running {Path(path).name} on gloo at world size {failed['world']} failed: {tail}",
+            raise SpecError(f"running {Path(path).name} on gloo at world size {failed['world']} failed: "
+                            f"{last_lines(text)}",
                             "run it by hand with torchrun --nproc-per-node 2 (gloo) and fix the error")
         return {job["world"]: json.loads(Path(job["out"]).read_text()) for job in jobs}
     finally:

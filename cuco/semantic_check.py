@@ -22,7 +22,7 @@ from typing import Optional, Sequence
 
 from design_space import dim_expr
 from design_space.errors import SpecError
-from evaluator.reference import run_jobs
+from evaluator.reference import last_lines, launch_jobs
 from design_space.patterns import get_pattern, pattern_names
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -113,11 +113,10 @@ def _families(only: Optional[Sequence[str]]) -> list[str]:
 def _probe(jobs: list[dict], work: Path) -> list[dict]:
     """Every world size's probe in one worker launch (torch imported once); a report per job."""
     path = os.pathsep.join([str(EXAMPLES.parent), *filter(None, [os.environ.get("PYTHONPATH")])])
-    failed, out = run_jobs("cuco.semantic_probe", jobs, work / "jobs.json", PROBE_TIMEOUT_S, "the reference",
+    failed, out = launch_jobs("cuco.semantic_probe", jobs, work / "jobs.json", PROBE_TIMEOUT_S, "the reference",
                            lambda j: Path(j["out"]).is_file(), env={"PYTHONPATH": path})
     if failed is not None:
-        tail = " | ".join(out.decode(errors="replace").strip().splitlines()[-6:])[-1200:]
-        raise SpecError(f"the reference or its input builder failed at world size {failed['world']}: {tail}",
+        raise SpecError(f"the reference or its input builder failed at world size {failed['world']}: {last_lines(out)}",
                         "run it by hand with torchrun --nproc-per-node 2 (gloo) and fix the error")
     return [json.loads(Path(job["out"]).read_text()) for job in jobs]
 

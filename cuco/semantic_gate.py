@@ -37,37 +37,39 @@ def _key(spec: KernelSpec, files: list[Path]) -> str:
     return h.hexdigest()[:24]
 
 
-def _memo(spec: KernelSpec, cache_dir: Path) -> Optional[Path]:
-    """Where the verdict on ``spec``'s reference is kept (None: a spec that needs no check)."""
+def _memo(spec: KernelSpec, cache_dir: Path) -> Optional[tuple[Path, Path, Path]]:
+    """Where the verdict on ``spec``'s reference is kept, with its reference and input-builder files
+    (None: a spec that needs no check)."""
     ref = reference_file(spec)
     canonical = EXAMPLES / spec.pattern / "reference.py"
     if ref is None or not canonical.is_file() or ref == canonical.resolve():
         # the family's own reference; a plugin pattern's (its spec's reference defines it); or one
         # cuco cannot locate (the reference run will say so)
         return None
-    return Path(cache_dir) / "semantics" / f"{_key(spec, [ref, reference_file(spec, 'inputs') or ref])}.json"
+    builder = reference_file(spec, "inputs") or ref
+    return Path(cache_dir) / "semantics" / f"{_key(spec, [ref, builder])}.json", ref, builder
 
 
 def remember_match(spec: KernelSpec, cache_dir: Path) -> None:
     """Record that ``spec``'s reference computes its family, as ``cuco init`` found by the same runs
     the gate makes (the semantic check, then the emulator's shapes at every emulation world size),
     so the first ``cuco evolve`` does not repeat them; any edit to the files changes the key."""
-    memo = _memo(spec, cache_dir)
-    if memo is not None:
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        memo.write_text(json.dumps({"match": True, "why": "", "by": "cuco init"}))
+    found = _memo(spec, cache_dir)
+    if found is not None:
+        found[0].parent.mkdir(parents=True, exist_ok=True)
+        found[0].write_text(json.dumps({"match": True, "why": "", "by": "cuco init"}))
 
 
 def require_semantics(spec: KernelSpec, cache_dir: Path) -> None:
     """Raise SpecError naming the mismatch when the spec's reference does not compute its family."""
-    memo = _memo(spec, cache_dir)
-    if memo is None:
+    located = _memo(spec, cache_dir)
+    if located is None:
         return
-    ref = reference_file(spec)
+    memo, ref, builder = located
     if memo.is_file():
         found = json.loads(memo.read_text())
     else:
-        if (reference_file(spec, "inputs") or ref) != ref:  # the probe reads one file: name the builder through the reference's module
+        if builder != ref:  # the probe reads one file: name the builder through the reference's module
             return
         verdict = check_workload(ref, reference=spec.reference.partition(":")[2],
                                  inputs=spec.inputs.partition(":")[2], families=[spec.pattern],

@@ -75,8 +75,8 @@ def run_worker(module: str, job_file: Path, timeout_s: float, what: str, world: 
     return proc.returncode, out
 
 
-def run_jobs(module: str, jobs: Sequence[dict], job_file: Path, timeout_s: float, what: str,
-             done: Callable[[dict], bool], env: dict | None = None) -> tuple[Optional[dict], bytes]:
+def launch_jobs(module: str, jobs: Sequence[dict], job_file: Path, timeout_s: float, what: str,
+                done: Callable[[dict], bool], env: dict | None = None) -> tuple[Optional[dict], bytes]:
     """Every job (each with its ``world``) in one launch of ``python -m module`` (whose main runs
     them with ``reference_worker.run_jobs``: torch imported once), ``timeout_s`` each: the first job
     that did not complete (``done``; the last one when the launch failed after all did), or None,
@@ -88,6 +88,11 @@ def run_jobs(module: str, jobs: Sequence[dict], job_file: Path, timeout_s: float
     return failed, out
 
 
+def last_lines(out: bytes) -> str:
+    """A failed launch's last few output lines on one line, for an error message."""
+    return " | ".join(out.decode(errors="replace").strip().splitlines()[-6:])[-1200:]
+
+
 @dataclass(frozen=True)
 class _Run:
     spec: KernelSpec
@@ -95,8 +100,12 @@ class _Run:
     cases: tuple[ShapeCase, ...]
     folder: Path  # where its data lands once complete
 
-    def complete(self, folder: Optional[Path] = None) -> bool:
-        return all(((folder or self.folder) / f"index_r{r}.json").is_file() for r in range(self.world))
+    def complete(self) -> bool:
+        return _all_ranks_saved(self.folder, self.world)
+
+
+def _all_ranks_saved(folder: Path, world: int) -> bool:
+    return all((Path(folder) / f"index_r{r}.json").is_file() for r in range(world))
 
 
 def _run_worlds(runs: Sequence[_Run], seeds: Sequence[int], optional: Sequence[str] = ()) -> None:
@@ -118,8 +127,8 @@ def _run_worlds(runs: Sequence[_Run], seeds: Sequence[int], optional: Sequence[s
         (tmp / "job.json").write_text(json.dumps(job))
     names = " and ".join(dict.fromkeys(r.spec.name for r in runs))
     try:
-        failed, out_b = run_jobs("evaluator.reference_worker", jobs, tmps[0] / "jobs.json", REFERENCE_TIMEOUT_S,
-                                 f"the reference of {names}", lambda j: runs[jobs.index(j)].complete(Path(j["out_dir"])))
+        failed, out_b = launch_jobs("evaluator.reference_worker", jobs, tmps[0] / "jobs.json", REFERENCE_TIMEOUT_S,
+                                    f"the reference of {names}", lambda j: _all_ranks_saved(j["out_dir"], j["world"]))
     except SpecError:
         _remove(tmps)
         raise
