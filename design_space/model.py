@@ -74,6 +74,9 @@ class WorkloadCost:
     steps: int = 1  # dependent communication rounds (ring attention: world - 1 rotations)
     pipeline_stages: int = 0  # host launch pairs of a stream_overlap pipeline (0: one per signal stage)
     then: Optional["WorkloadCost"] = None  # the phase that runs after this one (None: a single phase)
+    # The device designs write into peers (or rewrite what peers read) only once those entered the
+    # call (calls back to back; evaluator/runtime/cuco_enter.h): one signal hop per call.
+    entry_handshake: bool = False
 
     @property
     def phases(self) -> tuple["WorkloadCost", ...]:
@@ -247,6 +250,7 @@ class _Phase:
         stages = _stages(point, comm.chunks, self.n)
         # a put + signal is already one hop in ``comm``; a barrier-synchronised scheme pays its barrier
         sync = cost.steps * hw.barrier_s if point.sync_scope is SyncScope.GLOBAL_BARRIER else 0.0
+        sync += hw.link_alpha_s if cost.entry_handshake else 0.0  # the peers entered this call
         if point.placement is Placement.SEQUENTIAL:
             return 2 * hw.launch_s + comm.seconds + sync + tc
         taken = 0 if point.backend is Backend.COPY_ENGINE else point.comm_ctas

@@ -59,7 +59,9 @@ class EmulationOutcome:
 @dataclass(frozen=True)
 class EmulationSettings:
     num_sms: int = 8  # virtual SMs per rank: persistent grids size themselves from it
-    iterations: int = 2  # calls per run, each with fresh inputs; the second catches signals that do not survive an epoch
+    # Calls per run, each with fresh inputs: the first two behind a barrier, in opposite rank orders;
+    # the third back to back (a rank may run into it while a peer is still in the second).
+    iterations: int = 3
     stall_seconds: float = 3.0
     timeout_s: float = 60.0
     workspace_bytes: int = 1 << 16  # at least; a pattern may ask for more

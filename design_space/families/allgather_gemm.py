@@ -29,6 +29,7 @@ def cost(dims: Mapping[str, int], world: int, dtype: DType) -> WorkloadCost:
         out_rows=m,
         out_cols=nl,
         local_fraction=1.0 / world,
+        entry_handshake=True,  # pushes start at once: they wait for the peers to enter the call
     )
 
 def dim_problems(dims: Mapping[str, int], world: int) -> list[str]:

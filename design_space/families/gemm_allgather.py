@@ -31,6 +31,7 @@ def cost(dims: Mapping[str, int], world: int, dtype: DType) -> WorkloadCost:
         out_rows=m,
         out_cols=nl,
         local_fraction=1.0 / world,
+        entry_handshake=True,  # a push into a peer waits until it entered the call
     )
 
 def dim_problems(dims: Mapping[str, int], world: int) -> list[str]:

@@ -28,6 +28,7 @@ def cost(dims: Mapping[str, int], world: int, dtype: DType) -> WorkloadCost:
         out_rows=m,
         out_cols=n,
         local_fraction=1.0 / world,  # the own row block needs no transfer
+        entry_handshake=True,  # a push (multimem: STAGE's rewrite) waits for the peers to enter the call
     )
 
 def dim_problems(dims: Mapping[str, int], world: int) -> list[str]:

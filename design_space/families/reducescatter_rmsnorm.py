@@ -39,6 +39,7 @@ def cost(dims: Mapping[str, int], world: int, dtype: DType) -> WorkloadCost:
         out_rows=rows,
         out_cols=n,
         local_fraction=0.0,
+        entry_handshake=True,  # a push (multimem: STAGE's rewrite) waits for the peers to enter the call
     )
 
 

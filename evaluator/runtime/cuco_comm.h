@@ -144,6 +144,7 @@ static __device__ __forceinline__ void cuco_put_cta(const cuco_ctx& c, int peer,
 #include "cuco_gin.h"
 #include "cuco_multimem.h"
 #include "cuco_copy_engine.h"
+#include "cuco_enter.h"  // calls back to back: a peer entered this call before we write into it
 #include "cuco_coll.h"
 #include "cuco_gemm.h"  // the tensor-core GEMM tile (docs/gemm_tile.md)
 

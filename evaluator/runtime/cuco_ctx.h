@@ -29,6 +29,10 @@
 #define CUCO_GIN_CONTEXTS 4
 #define CUCO_GIN_BASE (CUCO_BAR_COUNTS + CUCO_MAX_BARRIERS)
 #define CUCO_SIGNAL_SLOTS (CUCO_GIN_BASE + CUCO_GIN_SIGNALS)
+// The enter signals (cuco_enter.h) use the last CUCO_MAX_RANKS user slots and GIN signals, one per
+// source rank.
+#define CUCO_ENTER_BASE (CUCO_USER_SIGNALS - CUCO_MAX_RANKS)
+#define CUCO_GIN_ENTER_BASE (CUCO_GIN_SIGNALS - CUCO_MAX_RANKS)
 // Barrier indices from here on belong to the library collectives (cuco_coll_*).
 #define CUCO_COLL_BARRIER 240
 

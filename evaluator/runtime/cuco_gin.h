@@ -13,9 +13,12 @@
 // nccl: ncclGin put with a strong signal add (the signal implies every earlier put on that context
 // to that peer has settled), waitSignal, flush. symm: the posting thread copies, fences and signals
 // (no NIC on one node; same semantics). cpu: a faithful emulation of the asynchrony -- puts sit in
-// a queue and are delivered one at a time only when nothing else in the rank can run (as late as
-// the semantics allow); flush snapshots the sources but still delivers late. So a consumer that
-// reads before waiting, or a producer that reuses a source before flushing, fails emulation.
+// a queue and are delivered one at a time only when nothing in any rank can run (as late as
+// the semantics allow: when no rank can get anywhere); ops to one peer on one context keep their
+// order, others land newest first; flush snapshots the sources but still delivers late. So a
+// consumer that reads before waiting, or a producer that reuses a source before flushing, fails
+// emulation. In the calls that follow back to back (CUCO_EMU_FENCED_CALLS) puts land at once
+// instead, so one that overwrites a peer still in the previous call fails too.
 #ifndef CUCO_GIN_H_
 #define CUCO_GIN_H_
 
@@ -76,32 +79,60 @@ struct cuco_gin_op {
   uint64_t* signal;
   uint64_t inc;
   int gctx;
+  int peer;
+  bool done;  // delivered (ops to different peers or contexts may land out of posting order)
 };
 static cuco_gin_op cuco_gin_queue[CUCO_GIN_QUEUE];
-static size_t cuco_gin_head, cuco_gin_tail;  // pending ops are [head, tail) modulo the size
+static size_t cuco_gin_head, cuco_gin_tail;  // ops [head, tail) modulo the size, some already done
 
-// The "NIC": deliver the oldest pending put (data, then its signal). Returns 1 if it did.
-static int cuco_gin_deliver_one(void) {
-  if (cuco_gin_head == cuco_gin_tail) return 0;
-  cuco_gin_op& op = cuco_gin_queue[cuco_gin_head++ % CUCO_GIN_QUEUE];
+static void cuco_gin_land(cuco_gin_op& op) {
   memcpy(op.dst, op.staged ? op.staged : op.src, op.bytes);
   free(op.staged);
   op.staged = nullptr;
+  op.done = true;
   if (op.signal) {
     cuco_fence_system();
     cuco_add_release(op.signal, op.inc);
   }
-  return 1;
+  while (cuco_gin_head != cuco_gin_tail && cuco_gin_queue[cuco_gin_head % CUCO_GIN_QUEUE].done) ++cuco_gin_head;
+}
+
+// The "NIC": ops to one peer on one context land in posting order (a signal implies the puts before
+// it); across peers and contexts nothing is ordered, so the adversary lands the most recently posted
+// op that is first in its (context, peer) order. Returns 1 if it delivered one.
+static int cuco_gin_deliver_one(void) {
+  for (size_t i = cuco_gin_tail; i-- != cuco_gin_head;) {
+    cuco_gin_op& op = cuco_gin_queue[i % CUCO_GIN_QUEUE];
+    if (op.done) continue;
+    bool first = true;
+    for (size_t j = cuco_gin_head; j != i && first; ++j) {
+      const cuco_gin_op& o = cuco_gin_queue[j % CUCO_GIN_QUEUE];
+      first = o.done || o.peer != op.peer || o.gctx != op.gctx;
+    }
+    if (first) {
+      cuco_gin_land(op);
+      return 1;
+    }
+  }
+  return 0;
 }
 static void cuco_gin_put(const cuco_ctx& c, int gctx, int peer, size_t dst_offset, size_t src_offset,
                          size_t bytes, int slot, uint64_t inc) {
-  CUCO_EMU_TRACE(bytes ? CUCO_EMU_TR_GIN_PUT : CUCO_EMU_TR_GIN_SIGNAL, bytes, peer);
+  if (bytes || slot < CUCO_GIN_ENTER_BASE)  // an enter signal (cuco_enter.h) is not the design's own
+    CUCO_EMU_TRACE(bytes ? CUCO_EMU_TR_GIN_PUT : CUCO_EMU_TR_GIN_SIGNAL, bytes, peer);
   static bool hooked = false;
   if (!hooked) cuco_emu_set_progress_hook(cuco_gin_deliver_one), hooked = true;
-  if (cuco_gin_tail - cuco_gin_head == CUCO_GIN_QUEUE) cuco_gin_deliver_one();  // a full queue progresses
+  if (cuco_gin_tail - cuco_gin_head == CUCO_GIN_QUEUE)  // a full queue progresses: the oldest op lands
+    cuco_gin_land(cuco_gin_queue[cuco_gin_head % CUCO_GIN_QUEUE]);
   cuco_gin_op& op = cuco_gin_queue[cuco_gin_tail++ % CUCO_GIN_QUEUE];
   op = cuco_gin_op{static_cast<char*>(cuco_peer(c, peer)) + dst_offset, static_cast<const char*>(c.symm) + src_offset,
-                   nullptr, bytes, slot >= 0 ? cuco_peer_signals(c, peer) + CUCO_GIN_BASE + slot : nullptr, inc, gctx};
+                   nullptr, bytes, slot >= 0 ? cuco_peer_signals(c, peer) + CUCO_GIN_BASE + slot : nullptr, inc, gctx,
+                   peer, false};
+  if (c.epoch > CUCO_EMU_FENCED_CALLS)  // calls back to back: land at once, after what went before to that peer
+    for (size_t i = cuco_gin_head; i != cuco_gin_tail; ++i) {
+      cuco_gin_op& o = cuco_gin_queue[i % CUCO_GIN_QUEUE];
+      if (!o.done && o.peer == peer && o.gctx == gctx) cuco_gin_land(o);
+    }
 }
 static void cuco_gin_signal(const cuco_ctx& c, int gctx, int peer, int slot, uint64_t inc) {
   cuco_gin_put(c, gctx, peer, 0, 0, 0, slot, inc);  // an empty put: delivered late, in order
@@ -110,7 +141,7 @@ static void cuco_gin_wait(const cuco_ctx& c, int slot, uint64_t at_least) { cuco
 static void cuco_gin_flush(const cuco_ctx&, int gctx) {
   for (size_t i = cuco_gin_head; i != cuco_gin_tail; ++i) {
     cuco_gin_op& op = cuco_gin_queue[i % CUCO_GIN_QUEUE];
-    if (op.gctx == gctx && !op.staged) {
+    if (op.gctx == gctx && !op.done && !op.staged) {
       op.staged = static_cast<char*>(malloc(op.bytes ? op.bytes : 1));
       memcpy(op.staged, op.src, op.bytes);
     }

@@ -88,15 +88,24 @@ void rank_main_loop(SharedHeader* hdr, int rank) {
   R = rank;
   for (;;) {
     wait_for_baton();
-    check_stall();
+    // Puts in flight land only when no rank got anywhere in a whole round: as late as the
+    // semantics allow, so a source reused before its flush, or a slot refilled on a credit that
+    // overtook a put to another peer, is caught. Pending puts are progress, never a deadlock.
+    bool delivered = false;
+    if (__atomic_load_n(&H->progress, __ATOMIC_ACQUIRE) == g_last_seen && nic_deliver_one())
+      delivered = true;
+    else
+      check_stall();
     bool progressed = false;
     const Hold h = sched_run_hold(&progressed);
-    if (progressed) {
+    if (progressed || delivered) {
       __atomic_add_fetch(&H->progress, 1, __ATOMIC_ACQ_REL);
       __atomic_store_n(&H->last_progress_ns, monotonic_ns(), __ATOMIC_RELEASE);
     }
     g_last_seen = __atomic_load_n(&H->progress, __ATOMIC_ACQUIRE);
     if (h == Hold::HostDone) {
+      while (nic_deliver_one()) {
+      }  // puts still in flight land (a stray one faults here, reported like any crash)
       __atomic_store_n(&H->ranks[R].exited, 1, __ATOMIC_RELEASE);
       pass_baton();
       fflush(stdout);

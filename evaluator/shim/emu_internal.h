@@ -85,6 +85,8 @@ void set_thread_stack_bytes(size_t n);
 enum class Hold { HostDone, Blocked, Slice };
 void sched_start_host(void (*fn)(void*), void* arg);
 Hold sched_run_hold(bool* progressed);
+// Deliver one pending GIN put or signal (the NIC); false when none is pending.
+bool nic_deliver_one();
 Fiber* current();
 uint64_t switch_count();
 void yield_as(St s);

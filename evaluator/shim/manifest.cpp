@@ -327,6 +327,11 @@ void Arena::poison_rank(int rank) const {
     if (b->ptr) memset(b->ptr, 0xFF, b->n);
 }
 
+void Arena::poison_workspace(int rank) const {
+  const Buf& w = ranks[rank].workspace;
+  if (w.ptr) memset(w.ptr, 0xFF, w.n);
+}
+
 std::string Arena::check_red_zones(int rank) const {
   for (const RedZone& z : red) {
     if (z.owner >= 0 && z.owner != rank) continue;

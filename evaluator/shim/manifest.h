@@ -85,6 +85,7 @@ struct Arena {
   void leave_call(int rank, int it, const Manifest& m) const;
   void fill_ctx(int rank, const Manifest& m, cuco_ctx* ctx) const;
   void poison_rank(int rank) const;  // symmetric buffer and workspace (outputs arrive poisoned)
+  void poison_workspace(int rank) const;  // the private workspace alone (calls after the first)
   // The first changed red-zone byte this rank can see, as one report line ("" when intact).
   std::string check_red_zones(int rank) const;
 };

@@ -240,10 +240,12 @@ unsigned long long clock_tick() {
 
 // ------------------------------------------------------------------ the loop
 
-// Asynchronous work outside the SMs that makes progress when nothing else can (the emulated GIN
-// "NIC" of cuco_gin.h registers its delivery here): returns non-zero when it did something.
+// Asynchronous work outside the SMs (the emulated GIN "NIC" of cuco_gin.h registers its delivery
+// here): returns non-zero when it did something. The coordinator calls it only when no rank got
+// anywhere in a whole round (coord.cpp), so a put lands as late as the semantics allow.
 static int (*g_progress_hook)(void) = nullptr;
 extern "C" void cuco_emu_set_progress_hook(int (*hook)(void)) { g_progress_hook = hook; }
+bool nic_deliver_one() { return g_progress_hook && g_progress_hook(); }
 
 static Fiber* pick() {
   if (S.host.state == St::Runnable || S.host.state == St::Fresh) return &S.host;
@@ -308,10 +310,6 @@ Hold sched_run_hold(bool* progressed) {
       continue;
     }
     if (S.dirty) continue;
-    if (g_progress_hook && g_progress_hook()) {  // deliver as late as possible: only when idle
-      note_progress();
-      continue;
-    }
     if (!S.spinners.empty() && progress_now() != S.round_start) {
       begin_poll_round();
       continue;

@@ -179,6 +179,11 @@ extern "C" void cuco_emu_trace(int kind, unsigned long long bytes, long slot) {
   using namespace cuco_emu;
   if (kind < 0 || kind >= kKinds) return;
   if (kind == CUCO_EMU_TR_WAIT && slot >= CUCO_GIN_BASE) kind = CUCO_EMU_TR_GIN_WAIT, slot -= CUCO_GIN_BASE;
+  // The enter signals and waits (cuco_enter.h) guard calls back to back; they are not the design's own.
+  const bool pad = kind == CUCO_EMU_TR_SIGNAL || kind == CUCO_EMU_TR_WAIT;
+  if ((pad && slot >= CUCO_ENTER_BASE && slot < CUCO_USER_SIGNALS) ||
+      (kind == CUCO_EMU_TR_GIN_WAIT && slot >= CUCO_GIN_ENTER_BASE))
+    return;
   if (kind == CUCO_EMU_TR_BARRIER && slot >= CUCO_COLL_BARRIER) return;  // a library collective's own barrier
   Fiber* f = current();
   if (kind == CUCO_EMU_TR_COLL && !(f && f->block) && stream_id((cudaStream_t)slot) != T.main_stream) ++T.side_colls;

@@ -1,5 +1,6 @@
 """The analytic model against the worked examples and the collective formulas of docs/model.md."""
 
+import dataclasses
 import functools
 import importlib.util
 import math
@@ -225,7 +226,21 @@ def test_a_barrier_synchronised_design_pays_its_barrier_on_top_of_the_put_hop():
     cost, point = _cost(DECODE), ds.DesignPoint.parse_key(key)
     comm = device_time("allgather", cost.comm_bytes, 1, 8, H100, point).seconds
     tc = ShapeModel(cost, 8, H100, "bf16", TENSOR_CORE_TYPICAL).tc
-    assert _sim(key, DECODE) == pytest.approx(2 * H100.launch_s + comm + H100.barrier_s + tc)
+    assert cost.entry_handshake  # the all-gather's pushes wait for the peers to enter the call
+    assert _sim(key, DECODE) == pytest.approx(2 * H100.launch_s + comm + H100.barrier_s + H100.link_alpha_s + tc)
+
+
+@pytest.mark.parametrize("key", ["lsa/sequential/global_barrier/cta/256K/16", FUSED,
+                                 "copy_engine/stream_overlap/per_peer_signal/copy_engine/1024K/1"])
+def test_waiting_for_the_peers_to_enter_the_call_costs_at_most_one_hop(key):
+    # sequential: exactly one hop more; overlapped: the hop joins the transfer, which compute may hide
+    point, cost = ds.DesignPoint.parse_key(key), _cost(DECODE)
+    times = [ds.estimate(c, point, 8, H100, "bf16", TENSOR_CORE_TYPICAL).simulated
+             for c in (cost, dataclasses.replace(cost, entry_handshake=False))]
+    extra = times[0] - times[1]
+    if point.placement is ds.Placement.SEQUENTIAL:
+        assert extra == pytest.approx(H100.link_alpha_s)
+    assert 0 <= extra <= H100.link_alpha_s * 1.0001
 
 
 def test_pcie_and_network_profiles_make_communication_dominate():

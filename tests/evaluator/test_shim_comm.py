@@ -46,6 +46,29 @@ def test_deleted_synchronisation_fails_20_of_20_runs(tmp_path, variant):
     assert failures == 20
 
 
+def back_to_back(tmp, variant: tuple[str, ...], world: int, iterations: int):
+    res = run(build("back_to_back", *variant), tmp, world=world, outputs={(r, 0): 8 for r in range(world)},
+              iterations=iterations, symm_bytes=4 * world)
+    assert res.returncode == 0, res.stderr
+    return [floats(res.outputs[(r, 0)]).tolist() for r in range(world)]  # per rank: [bad reads, calls]
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_a_store_into_a_peer_still_in_the_previous_call_is_caught_back_to_back(tmp_path, world):
+    # two fenced calls cannot show it; the third follows back to back and does, every time
+    assert all(bad == 0 for bad, _ in back_to_back(tmp_path / "fenced", (), world, iterations=2))
+    for k in range(3):
+        seen = back_to_back(tmp_path / str(k), (), world, iterations=3)
+        assert all(calls == 3 for _, calls in seen)
+        assert sum(bad for bad, _ in seen) > 0
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_waiting_for_the_peers_to_enter_the_call_makes_back_to_back_calls_safe(tmp_path, world):
+    seen = back_to_back(tmp_path, ("WAIT_ENTERED",), world, iterations=4)
+    assert seen == [[0.0, 4.0]] * world
+
+
 def test_unsent_signal_is_reported_as_deadlock(tmp_path):
     start = time.monotonic()
     res = run(build("faults", "FAULT_DEADLOCK"), tmp_path, world=2, stall_seconds=1, timeout_s=30)

@@ -28,6 +28,12 @@
 // understands; anything left is reported by g++ with this name ("not emulatable").
 #define __shared__ cuco_shared_declaration_not_rewritten
 
+// Calls of one emulator run: the first CUCO_EMU_FENCED_CALLS start behind a barrier, in opposite
+// rank orders; later ones follow back to back, as on a GPU (evaluator/shim/emu_main.cpp). GIN puts
+// land as late as possible in the fenced calls (a read before the wait, a source reused before the
+// flush) and at once in the others (a write into a peer still in the previous call).
+#define CUCO_EMU_FENCED_CALLS 2
+
 // What the observed design point is made of (evaluator/shim/trace.cpp): the comm API, the GEMM
 // tile and the shim's copies report each operation here. Internal: candidates cannot name it.
 enum cuco_emu_trace_kind {

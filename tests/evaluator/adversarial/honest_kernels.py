@@ -56,9 +56,15 @@ ${host_top}
 
 _LAUNCH = "work<<<1, THREADS, 0, stream>>>(c);"
 
-# Publish: this rank's share goes into every rank's symmetric buffer (its own included), then one
-# signal per rank; everyone waits for all `world` signals of this call (signals count up).
-_GATHER = """  for (int peer = 0; peer < world; ++peer) {
+# Publish: once every peer entered this call, this rank's share goes into every rank's symmetric
+# buffer (its own included), then one signal per rank; everyone waits for all `world` signals of
+# this call (signals count up).
+_GATHER = """  if (threadIdx.x == 0) {  // calls run back to back: every peer is done reading the last call's shares
+    cuco_enter(c);
+    cuco_wait_all_entered(c);
+  }
+  __syncthreads();
+  for (int peer = 0; peer < world; ++peer) {
     ${publish}
   }
   __syncthreads();

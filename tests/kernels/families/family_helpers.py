@@ -53,12 +53,14 @@ def edit_lines(src: str, old: str, new: str = "") -> str:
 
 
 def reference_cases(spec, cache_dir):
-    """Reference data (two calls, fresh inputs each) and emulator runtime at the evaluator's cache
-    paths, for the spec's own emulation shapes: a mutation is checked where the family's tests aim."""
-    from evaluator import reference, shim_build
+    """Reference data (the evaluator's calls, fresh inputs each) and emulator runtime at the
+    evaluator's cache paths, for the spec's own emulation shapes: a mutation is checked where the
+    family's tests aim."""
+    from evaluator import emulate, reference, shim_build
     shim_build.ensure_runtime(cache_dir / "emulator")
     return reference.prepare(spec, ds.get_pattern(spec.pattern), cache_dir / "reference",
-                             worlds=spec.emulation_world_sizes, cases=spec.emulation_shapes, seeds=(0, 1))
+                             worlds=spec.emulation_world_sizes, cases=spec.emulation_shapes,
+                             seeds=tuple(range(emulate.EmulationSettings().iterations)))
 
 
 def emulate_only(source: str, spec, cases, cache_dir, work_dir):
