@@ -127,4 +127,4 @@ def test_the_gloo_reference_matches_a_single_process_computation(cases):
             got = _tensor(rd.outputs[0])
             torch.testing.assert_close(got, want, atol=1e-2, rtol=1e-2, msg=f"{case.shape.name} rank {rank}")
         checked += 1
-    assert checked == 4  # two emulation shapes, two seeded calls each
+    assert checked == 2 * emulate.EmulationSettings().iterations  # two emulation shapes, every seeded call
