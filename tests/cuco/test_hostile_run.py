@@ -47,7 +47,7 @@ def hostile(run_dir: Path) -> dict[str, tuple[str, ds.Status, tuple[str, ...]]]:
         "prints_emu_ok": (K.prints_emu_ok_and_does_nothing(), ds.Status.WRONG_RESULT, ("never written",)),
         "own_main": (K.own_main(), ds.Status.REJECTED, ("defines main",)),
         "peer_input": (K.peer_input_through_the_symmetric_buffer(), ds.Status.CRASHED,
-                       ("touched rank 0's input 0 of call 1",)),
+                       ("touched rank", "'s input 0 of call 1")),  # which rank faults first is the schedule's
         "markup_crash": (X.markup_in_the_crash_reason(), ds.Status.CRASHED, ("[link=file:/etc/passwd]", "\x1b")),
         "markup_deadlock": (X.markup_in_the_deadlock_reason(K.AG), ds.Status.TIMEOUT, ("deadlock", "\u202e")),
         "markup_build": (X.markup_in_the_build_log(K.AG), ds.Status.REJECTED, ("[preprocess]", "[/][bold red]")),

@@ -132,7 +132,7 @@ CATALOGUE: tuple[Case, ...] = (
     case("peer_input_through_the_symmetric_buffer", AG, PEER, K.peer_input_through_the_symmetric_buffer, C, E,
          ("touched rank", "'s input 0 of call 1", "only through the comm API"), EMULATOR),
     case("peer_input_by_pointer_arithmetic", AG, PEER, K.peer_input_by_pointer_arithmetic, C, E,
-         ("rank 0 touched rank 1's input 0 of call 1", "only through the comm API"), EMULATOR, slow=True),
+         ("touched rank", "'s input 0 of call 1", "only through the comm API"), EMULATOR, slow=True),
     case("peer_workspace_by_pointer_arithmetic", RA, PEER, K.peer_workspace_by_pointer_arithmetic, C, E,
          ("rank 1 touched rank 0's workspace",), EMULATOR, slow=True),
     # stopping the run
