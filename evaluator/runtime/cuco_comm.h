@@ -56,20 +56,29 @@ static __device__ __forceinline__ uint64_t* cuco_peer_signals(const cuco_ctx& c,
 }
 #endif
 
+// The signal and wait without a trace event: the API's own protocols (cuco_enter.h) report
+// themselves under their own kinds, so the emulator's trace never mistakes them for the design's.
+static __device__ __forceinline__ void cuco_internal_signal_add(const cuco_ctx& c, int peer, int slot, uint64_t inc) {
+  cuco_fence_system();
+  cuco_add_release(cuco_peer_signals(c, peer) + slot, inc);
+}
+static __device__ __forceinline__ void cuco_internal_wait(const cuco_ctx& c, int slot, uint64_t at_least) {
+  const uint64_t* p = c.signals + slot;
+  uint64_t have;
+  while ((have = cuco_ld_acquire(p)) < at_least) cuco_pause_on("cuco_wait", slot, have, at_least);
+  cuco_fence_system();
+}
+
 // Add `inc` to slot `slot` of `peer`'s signal pad, after everything this thread wrote.
 static __device__ __forceinline__ void cuco_signal_add(const cuco_ctx& c, int peer, int slot, uint64_t inc) {
   CUCO_EMU_TRACE(CUCO_EMU_TR_SIGNAL, 0, slot);
-  cuco_fence_system();
-  cuco_add_release(cuco_peer_signals(c, peer) + slot, inc);
+  cuco_internal_signal_add(c, peer, slot, inc);
 }
 
 // Spin (this thread) until slot `slot` of this rank's pad holds at least `at_least`.
 static __device__ __forceinline__ void cuco_wait(const cuco_ctx& c, int slot, uint64_t at_least) {
   CUCO_EMU_TRACE(CUCO_EMU_TR_WAIT, 0, slot);
-  const uint64_t* p = c.signals + slot;
-  uint64_t have;
-  while ((have = cuco_ld_acquire(p)) < at_least) cuco_pause_on("cuco_wait", slot, have, at_least);
-  cuco_fence_system();
+  cuco_internal_wait(c, slot, at_least);
 }
 
 static __device__ __forceinline__ unsigned cuco_cta_thread() {

@@ -49,6 +49,14 @@ static __device__ __noinline__ void cuco_gin_flush(const cuco_ctx& c, int gctx) 
   ncclGin gin(cuco_nccl(c).dev, gctx);
   gin.flush(ncclCoopThread());
 }
+// The API's own protocols (cuco_enter.h); only the emulator traces, so here they are the public calls.
+static __device__ __forceinline__ void cuco_internal_gin_signal(const cuco_ctx& c, int gctx, int peer, int slot,
+                                                                uint64_t inc) {
+  cuco_gin_signal(c, gctx, peer, slot, inc);
+}
+static __device__ __forceinline__ void cuco_internal_gin_wait(const cuco_ctx& c, int slot, uint64_t at_least) {
+  cuco_gin_wait(c, slot, at_least);
+}
 
 #elif defined(CUCO_COMM_SYMM)
 static __device__ __forceinline__ void cuco_gin_put(const cuco_ctx& c, int, int peer, size_t dst_offset,
@@ -64,6 +72,13 @@ static __device__ __forceinline__ void cuco_gin_wait(const cuco_ctx& c, int slot
   cuco_wait(c, CUCO_GIN_BASE + slot, at_least);
 }
 static __device__ __forceinline__ void cuco_gin_flush(const cuco_ctx&, int) {}
+static __device__ __forceinline__ void cuco_internal_gin_signal(const cuco_ctx& c, int, int peer, int slot,
+                                                                uint64_t inc) {
+  cuco_internal_signal_add(c, peer, CUCO_GIN_BASE + slot, inc);
+}
+static __device__ __forceinline__ void cuco_internal_gin_wait(const cuco_ctx& c, int slot, uint64_t at_least) {
+  cuco_internal_wait(c, CUCO_GIN_BASE + slot, at_least);
+}
 
 #else  // CUCO_COMM_CPU
 #include <stdlib.h>
@@ -116,16 +131,16 @@ static int cuco_gin_deliver_one(void) {
   }
   return 0;
 }
-static void cuco_gin_put(const cuco_ctx& c, int gctx, int peer, size_t dst_offset, size_t src_offset,
-                         size_t bytes, int slot, uint64_t inc) {
-  if (bytes || slot < CUCO_GIN_ENTER_BASE)  // an enter signal (cuco_enter.h) is not the design's own
-    CUCO_EMU_TRACE(bytes ? CUCO_EMU_TR_GIN_PUT : CUCO_EMU_TR_GIN_SIGNAL, bytes, peer);
+// Queue a put (bytes 0: a signal alone); the public calls below trace it first.
+static void cuco_internal_gin_post(const cuco_ctx& c, int gctx, int peer, size_t dst_offset, size_t src_offset,
+                                   size_t bytes, int slot, uint64_t inc) {
   static bool hooked = false;
   if (!hooked) cuco_emu_set_progress_hook(cuco_gin_deliver_one), hooked = true;
   if (cuco_gin_tail - cuco_gin_head == CUCO_GIN_QUEUE)  // a full queue progresses: the oldest op lands
     cuco_gin_land(cuco_gin_queue[cuco_gin_head % CUCO_GIN_QUEUE]);
   cuco_gin_op& op = cuco_gin_queue[cuco_gin_tail++ % CUCO_GIN_QUEUE];
-  op = cuco_gin_op{static_cast<char*>(cuco_peer(c, peer)) + dst_offset, static_cast<const char*>(c.symm) + src_offset,
+  // the NIC addresses the peer itself: no cuco_peer (a peer pointer the code took) in the trace
+  op = cuco_gin_op{static_cast<char*>(c.peer_symm[peer]) + dst_offset, static_cast<const char*>(c.symm) + src_offset,
                    nullptr, bytes, slot >= 0 ? cuco_peer_signals(c, peer) + CUCO_GIN_BASE + slot : nullptr, inc, gctx,
                    peer, false};
   if (c.epoch > CUCO_EMU_FENCED_CALLS)  // calls back to back: land at once, after what went before to that peer
@@ -134,10 +149,22 @@ static void cuco_gin_put(const cuco_ctx& c, int gctx, int peer, size_t dst_offse
       if (!o.done && o.peer == peer && o.gctx == gctx) cuco_gin_land(o);
     }
 }
+static void cuco_gin_put(const cuco_ctx& c, int gctx, int peer, size_t dst_offset, size_t src_offset,
+                         size_t bytes, int slot, uint64_t inc) {
+  CUCO_EMU_TRACE(bytes ? CUCO_EMU_TR_GIN_PUT : CUCO_EMU_TR_GIN_SIGNAL, bytes, slot);  // slot < 0: none
+  cuco_internal_gin_post(c, gctx, peer, dst_offset, src_offset, bytes, slot, inc);
+}
 static void cuco_gin_signal(const cuco_ctx& c, int gctx, int peer, int slot, uint64_t inc) {
-  cuco_gin_put(c, gctx, peer, 0, 0, 0, slot, inc);  // an empty put: delivered late, in order
+  CUCO_EMU_TRACE(CUCO_EMU_TR_GIN_SIGNAL, 0, slot);
+  cuco_internal_gin_post(c, gctx, peer, 0, 0, 0, slot, inc);  // an empty put: delivered late, in order
 }
 static void cuco_gin_wait(const cuco_ctx& c, int slot, uint64_t at_least) { cuco_wait(c, CUCO_GIN_BASE + slot, at_least); }
+static void cuco_internal_gin_signal(const cuco_ctx& c, int gctx, int peer, int slot, uint64_t inc) {
+  cuco_internal_gin_post(c, gctx, peer, 0, 0, 0, slot, inc);
+}
+static void cuco_internal_gin_wait(const cuco_ctx& c, int slot, uint64_t at_least) {
+  cuco_internal_wait(c, CUCO_GIN_BASE + slot, at_least);
+}
 static void cuco_gin_flush(const cuco_ctx&, int gctx) {
   for (size_t i = cuco_gin_head; i != cuco_gin_tail; ++i) {
     cuco_gin_op& op = cuco_gin_queue[i % CUCO_GIN_QUEUE];

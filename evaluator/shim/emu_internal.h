@@ -119,6 +119,8 @@ int unjoined_stream(cudaStream_t joined);  // id of a stream other than `joined`
 void trace_block_done(Block* b);
 void trace_launch_done(Launch* L, int stream_id);
 void trace_set_main_stream(int id);
+void trace_set_rank(int rank);
+void trace_begin_call(int call);  // ctx.epoch of the call starting (the enter checks)
 void trace_set_perturb(int mode);  // the dependence probe (manifest perturb_tile: 0 off, 1, 2)
 void trace_set_peer_ranges(const void* const* lo, const size_t* n, int count);
 void trace_copy(const void* dst, const void* src, size_t n, int stream_id);

@@ -65,7 +65,6 @@ void rank_gate(RankRun& run, uint64_t epoch) {
 // calls follow back to back, as calls queued on one stream do on a GPU: a rank that finishes a
 // call runs straight into the next while its peers may still be in the last one, so a buffer
 // refilled before its reader is done with it (a missing credit or epoch wait) fails here too.
-constexpr int kFencedCalls = CUCO_EMU_FENCED_CALLS;
 
 // After a call: every red zone intact (a write that jumped a guard page, or landed before a
 // buffer, changed one) and no work left on a stream that cuco_run never joined into `stream`
@@ -87,7 +86,7 @@ void harness_host(void* arg) {
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   trace_set_main_stream(stream_id(stream));
   for (int it = 1; it <= run.m->iterations; ++it) {
-    const bool fenced = it <= kFencedCalls;
+    const bool fenced = it <= CUCO_EMU_FENCED_CALLS;
     if (fenced) {
       harness_barrier(run, "harness barrier (previous call done)");
       run.arena->poison_rank(run.rank);  // symmetric buffer and workspace; outputs arrive poisoned
@@ -100,6 +99,7 @@ void harness_host(void* arg) {
       rank_gate(run, (uint64_t)it);
     }
     run.ctx.epoch = (uint64_t)it;
+    trace_begin_call(it);
     const int rc = cuco_run(&run.ctx, stream);
     if (rc != 0)
       fail(4, "error: rank %d cuco_run returned %d in call %d (last CUDA error: %s)", run.rank, rc, it,
@@ -136,6 +136,7 @@ void harness_host(void* arg) {
     if (r != rank && arena.ranks[r].symm.ptr) peers[npeers] = arena.ranks[r].symm.ptr, sizes[npeers++] = arena.ranks[r].symm.n;
   trace_set_peer_ranges(peers, sizes, npeers);
   trace_set_perturb(m.perturb_tile);
+  trace_set_rank(rank);
   install_crash_handler(rank, arena.regions.data(), (int)arena.regions.size(), arena.page);
   start_runaway_watchdog(rank, m.runaway_seconds);
   set_num_sms(m.num_sms);

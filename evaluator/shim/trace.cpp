@@ -22,7 +22,7 @@ namespace {
 constexpr int kKinds = CUCO_EMU_TR_KINDS;
 const char* const kNames[kKinds] = {"put_thread", "put_warp", "put_cta", "signal", "wait", "barrier",
                                     "gin_put", "gin_signal", "gin_wait", "mm_reduce", "mm_store", "coll",
-                                    "mma", "peer", "ce_copy"};
+                                    "mma", "peer", "ce_copy", "enter", "enter_wait"};
 
 struct Totals {
   unsigned long long calls[kKinds] = {}, bytes[kKinds] = {}, max_bytes[kKinds] = {};
@@ -40,7 +40,10 @@ struct PeerRange {
 PeerRange g_peers[CUCO_MAX_RANKS];
 int g_npeers = 0;
 
-bool is_comm(int kind) { return kind != CUCO_EMU_TR_MMA && kind != CUCO_EMU_TR_WAIT; }
+bool is_comm(int kind) {
+  return kind != CUCO_EMU_TR_MMA && kind != CUCO_EMU_TR_WAIT && kind != CUCO_EMU_TR_ENTER &&
+         kind != CUCO_EMU_TR_ENTER_WAIT;
+}
 bool is_transfer(int kind) {
   return kind <= CUCO_EMU_TR_PUT_CTA || kind == CUCO_EMU_TR_GIN_PUT || kind == CUCO_EMU_TR_MM_REDUCE ||
          kind == CUCO_EMU_TR_MM_STORE;
@@ -62,7 +65,34 @@ void note_block(Fiber* f, int kind) {
   if (!b->issuers) b->issuers = new uint32_t[(b->nthreads + 31) / 32]();
   b->issuers[w] |= 1u << lane;
 }
+// The call-entry protocol (runtime/cuco_enter.h) owns the last CUCO_MAX_RANKS pad and GIN slots. A
+// plain signal or wait there is the design's synchronisation hidden from its observed point, and a
+// second announcement of one call makes "peer entered" mean something else: both are refused.
+int g_rank = -1, g_call = 0;
+unsigned long long g_entered[CUCO_MAX_RANKS] = {};  // announcements this rank sent to each peer
+
+void check_enter_slots(int kind, long slot) {
+  const bool pad = kind == CUCO_EMU_TR_SIGNAL || kind == CUCO_EMU_TR_WAIT;
+  const bool gin = kind == CUCO_EMU_TR_GIN_SIGNAL || kind == CUCO_EMU_TR_GIN_PUT || kind == CUCO_EMU_TR_GIN_WAIT;
+  if ((pad && slot >= CUCO_ENTER_BASE && slot < CUCO_USER_SIGNALS) || (gin && slot >= CUCO_GIN_ENTER_BASE))
+    fail(kExitContract, "contract: rank %d, call %d: %s on %s slot %ld, which is reserved for the call-entry "
+         "signals; use cuco_enter / cuco_wait_entered (cuco_enter.h) for those, and slots below %s for your own",
+         g_rank, g_call, kNames[kind], pad ? "signal-pad" : "GIN", slot,
+         pad ? "CUCO_ENTER_BASE" : "CUCO_GIN_ENTER_BASE");
+}
+
+void count_enter(long peer, long from) {
+  if (from != g_rank || peer < 0 || peer >= CUCO_MAX_RANKS || peer == g_rank)
+    fail(kExitContract, "contract: rank %d, call %d: an enter signal for rank %ld sent to rank %ld; call "
+         "cuco_enter with the ctx the harness passed", g_rank, g_call, from, peer);
+  if (++g_entered[peer] > (unsigned long long)g_call)
+    fail(kExitContract, "contract: rank %d announced call %d to rank %ld more than once; call cuco_enter, "
+         "cuco_gin_enter or cuco_ce_enter once per call, at its start", g_rank, g_call, peer);
+}
 }  // namespace
+
+void trace_set_rank(int rank) { g_rank = rank; }
+void trace_begin_call(int call) { g_call = call; }
 
 void trace_block_done(Block* b) {
   if (!b->issuers) return;
@@ -179,11 +209,8 @@ extern "C" void cuco_emu_trace(int kind, unsigned long long bytes, long slot) {
   using namespace cuco_emu;
   if (kind < 0 || kind >= kKinds) return;
   if (kind == CUCO_EMU_TR_WAIT && slot >= CUCO_GIN_BASE) kind = CUCO_EMU_TR_GIN_WAIT, slot -= CUCO_GIN_BASE;
-  // The enter signals and waits (cuco_enter.h) guard calls back to back; they are not the design's own.
-  const bool pad = kind == CUCO_EMU_TR_SIGNAL || kind == CUCO_EMU_TR_WAIT;
-  if ((pad && slot >= CUCO_ENTER_BASE && slot < CUCO_USER_SIGNALS) ||
-      (kind == CUCO_EMU_TR_GIN_WAIT && slot >= CUCO_GIN_ENTER_BASE))
-    return;
+  check_enter_slots(kind, slot);
+  if (kind == CUCO_EMU_TR_ENTER) count_enter(slot / CUCO_MAX_RANKS, slot % CUCO_MAX_RANKS);
   if (kind == CUCO_EMU_TR_BARRIER && slot >= CUCO_COLL_BARRIER) return;  // a library collective's own barrier
   Fiber* f = current();
   if (kind == CUCO_EMU_TR_COLL && !(f && f->block) && stream_id((cudaStream_t)slot) != T.main_stream) ++T.side_colls;

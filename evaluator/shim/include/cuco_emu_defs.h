@@ -39,7 +39,9 @@
 enum cuco_emu_trace_kind {
   CUCO_EMU_TR_PUT_THREAD, CUCO_EMU_TR_PUT_WARP, CUCO_EMU_TR_PUT_CTA, CUCO_EMU_TR_SIGNAL, CUCO_EMU_TR_WAIT,
   CUCO_EMU_TR_BARRIER, CUCO_EMU_TR_GIN_PUT, CUCO_EMU_TR_GIN_SIGNAL, CUCO_EMU_TR_GIN_WAIT, CUCO_EMU_TR_MM_REDUCE,
-  CUCO_EMU_TR_MM_STORE, CUCO_EMU_TR_COLL, CUCO_EMU_TR_MMA, CUCO_EMU_TR_PEER, CUCO_EMU_TR_CE_COPY, CUCO_EMU_TR_KINDS
+  CUCO_EMU_TR_MM_STORE, CUCO_EMU_TR_COLL, CUCO_EMU_TR_MMA, CUCO_EMU_TR_PEER, CUCO_EMU_TR_CE_COPY,
+  CUCO_EMU_TR_ENTER, CUCO_EMU_TR_ENTER_WAIT,  // the call-entry protocol (runtime/cuco_enter.h), not the design's
+  CUCO_EMU_TR_KINDS
 };
 extern "C" void cuco_emu_trace(int kind, unsigned long long bytes, long slot);
 // The GEMM tile hands each thread's accumulators here when it finishes (the dependence probe).

@@ -387,6 +387,33 @@ def unjoined_stream(linger_ms: int = 0) -> str:
                      "cudaStreamNonBlocking);\n  work<<<1, THREADS, 0, hidden>>>(c);\n" + linger)
 
 
+_ENTRY = "    cuco_enter(c);\n    cuco_wait_all_entered(c);\n"
+_READY = "    for (int peer = 0; peer < world; ++peer) { cuco_signal_add(c, peer, 0, 1); }\n" \
+         "    cuco_wait(c, 0, (uint64_t)world * c.epoch);\n"
+
+
+def sync_on_the_enter_slots() -> str:
+    """Entry and "my shares landed" both said on the call-entry slots (two signals a call), which
+    the trace once left out: the design's own per-peer waits, hidden from its observed point.
+    Correct on a GPU; the emulator refuses a plain signal on those slots."""
+    def on_enter_slots(count: str) -> str:
+        return ("    for (int peer = 0; peer < world; ++peer) if (peer != rank) "
+                "cuco_signal_add(c, peer, CUCO_ENTER_BASE + rank, 1);\n"
+                "    for (int peer = 0; peer < world; ++peer) if (peer != rank) "
+                f"cuco_wait(c, CUCO_ENTER_BASE + peer, {count});\n")
+    return edit(edit(AG.render(), _ENTRY, on_enter_slots("2 * c.epoch - 1")), _READY, on_enter_slots("2 * c.epoch"))
+
+
+def announces_the_call_twice() -> str:
+    """The same through the entry API: the call announced twice, the second time once the shares
+    landed, each awaited through a copy of the context whose epoch counts both. Correct on a GPU,
+    and no wait of its own in the trace; the emulator refuses the second announcement."""
+    def announce(count: str) -> str:
+        return f"    cuco_enter(c);\n    {{ cuco_ctx seen = c;\n      seen.epoch = {count};\n" \
+               "      cuco_wait_all_entered(seen); }\n"
+    return edit(edit(AG.render(), _ENTRY, announce("2 * c.epoch - 1")), _READY, announce("2 * c.epoch"))
+
+
 def segfault() -> str:
     return AG.render(kernel_top="  if (rank == 1 && threadIdx.x == 0) *(volatile int*)0x10 = 1;")
 
