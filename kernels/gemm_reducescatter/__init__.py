@@ -31,6 +31,9 @@ def render(point: DesignPoint) -> str:
         # host_nccl + stream_overlap: one library reduce-scatter per chunk reads chunk ch of every
         # row block side by side, so STAGE is laid out chunk-major.
         chunk_major=point.backend is Backend.HOST_NCCL and point.placement is Placement.STREAM_OVERLAP,
+        # this phase announces the call (cuco_enter.h); a family that runs it after a phase that
+        # already did (tp_mlp) sets it false: a call is announced once
+        announce_call=True,
     )
 
 
