@@ -1,6 +1,8 @@
 """Which LLMs a run uses: --llm, else the config file's `llm` entry, else CUCO_LLM; bad settings
 are refused with the fix."""
 
+import uuid
+
 import pytest
 
 import design_space as ds
@@ -47,8 +49,9 @@ def test_the_hint_names_the_keys_when_none_is_set_and_the_provider_when_one_is(m
     for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(key, raising=False)
     assert "OPENAI_API_KEY" in enable_hint() and "--llm openai:<model>" in enable_hint()
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "planted-anthropic-value")
-    assert "--llm anthropic:<model>" in enable_hint() and "planted-anthropic-value" not in enable_hint()
+    planted = f"planted-{uuid.uuid4().hex}"  # made at run time: nothing key-shaped is committed
+    monkeypatch.setenv("ANTHROPIC_API_KEY", planted)
+    assert "--llm anthropic:<model>" in enable_hint() and planted not in enable_hint()
 
 
 def test_a_budget_is_refused_for_a_model_whose_price_is_unknown(tmp_path, monkeypatch, example_spec):

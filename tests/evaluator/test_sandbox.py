@@ -27,12 +27,13 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
 
 
 def test_environment_is_scrubbed_and_home_is_the_workdir(tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "planted-openai-value")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "planted-aws-value")
+    planted = [f"planted-{uuid.uuid4().hex}" for _ in range(2)]  # made at run time: nothing key-shaped is committed
+    monkeypatch.setenv("OPENAI_API_KEY", planted[0])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", planted[1])
     code = "import os, json; print(json.dumps(dict(os.environ))); print(os.getcwd())"
     res = sandbox.run([sys.executable, "-c", code], workdir=tmp_path)
     assert res.returncode == 0
-    assert "planted-openai-value" not in res.stdout and "planted-aws-value" not in res.stdout
+    assert all(value not in res.stdout for value in planted)
     assert f'"HOME": "{tmp_path}"' in res.stdout and res.stdout.strip().endswith(str(tmp_path))
 
 
