@@ -158,7 +158,10 @@ static void cuco_gin_signal(const cuco_ctx& c, int gctx, int peer, int slot, uin
   CUCO_EMU_TRACE(CUCO_EMU_TR_GIN_SIGNAL, 0, slot);
   cuco_internal_gin_post(c, gctx, peer, 0, 0, 0, slot, inc);  // an empty put: delivered late, in order
 }
-static void cuco_gin_wait(const cuco_ctx& c, int slot, uint64_t at_least) { cuco_wait(c, CUCO_GIN_BASE + slot, at_least); }
+static void cuco_gin_wait(const cuco_ctx& c, int slot, uint64_t at_least) {
+  CUCO_EMU_TRACE(CUCO_EMU_TR_GIN_WAIT, 0, slot);
+  cuco_internal_wait(c, CUCO_GIN_BASE + slot, at_least);
+}
 static void cuco_internal_gin_signal(const cuco_ctx& c, int gctx, int peer, int slot, uint64_t inc) {
   cuco_internal_gin_post(c, gctx, peer, 0, 0, 0, slot, inc);
 }

@@ -74,7 +74,13 @@ unsigned long long g_entered[CUCO_MAX_RANKS] = {};  // announcements this rank s
 void check_enter_slots(int kind, long slot) {
   const bool pad = kind == CUCO_EMU_TR_SIGNAL || kind == CUCO_EMU_TR_WAIT;
   const bool gin = kind == CUCO_EMU_TR_GIN_SIGNAL || kind == CUCO_EMU_TR_GIN_PUT || kind == CUCO_EMU_TR_GIN_WAIT;
-  if ((pad && slot >= CUCO_ENTER_BASE && slot < CUCO_USER_SIGNALS) || (gin && slot >= CUCO_GIN_ENTER_BASE))
+  // Past the user slots lie cuco_barrier's flags and the GIN signals (cuco_ctx.h), which only the
+  // runtime's untraced internals touch: a plain signal there is a barrier or GIN signal in disguise.
+  if (pad && (slot < 0 || slot >= CUCO_USER_SIGNALS))
+    fail(kExitContract, "contract: rank %d, call %d: %s on signal-pad slot %ld, past the candidate's slots, "
+         "which are reserved for cuco_barrier and the GIN signals; use slots 0 .. CUCO_ENTER_BASE - 1 for your "
+         "own signals, and cuco_barrier / cuco_gin_* for those", g_rank, g_call, kNames[kind], slot);
+  if ((pad && slot >= CUCO_ENTER_BASE) || (gin && slot >= CUCO_GIN_ENTER_BASE))
     fail(kExitContract, "contract: rank %d, call %d: %s on %s slot %ld, which is reserved for the call-entry "
          "signals; use cuco_enter / cuco_wait_entered (cuco_enter.h) for those, and slots below %s for your own",
          g_rank, g_call, kNames[kind], pad ? "signal-pad" : "GIN", slot,
@@ -208,7 +214,6 @@ extern "C" void cuco_emu_tile_result(float* acc, int n) {
 extern "C" void cuco_emu_trace(int kind, unsigned long long bytes, long slot) {
   using namespace cuco_emu;
   if (kind < 0 || kind >= kKinds) return;
-  if (kind == CUCO_EMU_TR_WAIT && slot >= CUCO_GIN_BASE) kind = CUCO_EMU_TR_GIN_WAIT, slot -= CUCO_GIN_BASE;
   check_enter_slots(kind, slot);
   if (kind == CUCO_EMU_TR_ENTER) count_enter(slot / CUCO_MAX_RANKS, slot % CUCO_MAX_RANKS);
   if (kind == CUCO_EMU_TR_BARRIER && slot >= CUCO_COLL_BARRIER) return;  // a library collective's own barrier

@@ -167,6 +167,8 @@ CATALOGUE: tuple[Case, ...] = (
     case("unjoined_stream", AG, PROTOCOL, K.unjoined_stream, R, E, "join every side stream", EMULATOR),
     case("sync_on_the_enter_slots", AG, PROTOCOL, K.sync_on_the_enter_slots, R, E,
          "reserved for the call-entry signals", EMULATOR),
+    case("sync_past_the_user_slots", AG, PROTOCOL, K.sync_past_the_user_slots, R, E,
+         ("signal-pad slot 4528", "past the candidate's slots"), EMULATOR),
     case("announces_the_call_twice", AG, PROTOCOL, K.announces_the_call_twice, R, E, "more than once", EMULATOR),
     *(case(f"timing_{kind}", AG, PROTOCOL, partial(K.timing, kind), R, G, "timing", GUARD) for kind in K.TIMING),
     case("segfault", AG, PROTOCOL, K.segfault, C, E, ("SIGSEGV", "rank 1"), EMULATOR, slow=True),

@@ -404,6 +404,20 @@ def sync_on_the_enter_slots() -> str:
     return edit(edit(AG.render(), _ENTRY, on_enter_slots("2 * c.epoch - 1")), _READY, on_enter_slots("2 * c.epoch"))
 
 
+def sync_past_the_user_slots() -> str:
+    """announces_the_call_twice over the GIN entry signals, with the second announcement forged by
+    a plain signal at a literal pad index past the user slots: 45280 is CUCO_GIN_BASE +
+    CUCO_GIN_ENTER_BASE, a name the guard refuses but a number it cannot. Correct on the symm
+    build, and the trace once took it for the design's own signal on an unreserved slot."""
+    def announce(second: bool) -> str:
+        forge = ("    for (int peer = 0; peer < world; ++peer) if (peer != rank) "
+                 "cuco_signal_add(c, peer, 45280 + rank, 1);\n") if second else "    cuco_gin_enter(c, 0);\n"
+        count = "2 * c.epoch" if second else "2 * c.epoch - 1"
+        return forge + f"    {{ cuco_ctx seen = c;\n      seen.epoch = {count};\n" \
+            "      for (int peer = 0; peer < world; ++peer) cuco_gin_wait_entered(seen, peer); }\n"
+    return edit(edit(AG.render(), _ENTRY, announce(False)), _READY, announce(True))
+
+
 def announces_the_call_twice() -> str:
     """The same through the entry API: the call announced twice, the second time once the shares
     landed, each awaited through a copy of the context whose epoch counts both. Correct on a GPU,

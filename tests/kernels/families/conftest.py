@@ -22,5 +22,5 @@ def evaluator(spec, shared_cache):
 
 @pytest.fixture(scope="module")
 def cases(spec, shared_cache):
-    """Reference data for the spec's own emulation shapes, two calls (family_helpers.reference_cases)."""
+    """Reference data for the spec's own emulation shapes, the evaluator's calls (family_helpers.reference_cases)."""
     return reference_cases(spec, shared_cache)

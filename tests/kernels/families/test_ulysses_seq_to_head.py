@@ -49,6 +49,19 @@ def test_a_missing_wait_fails_the_same_way_every_time(spec, cases, shared_cache,
     assert next(iter(outcomes))[0] is ds.Status.WRONG_RESULT
 
 
+def test_gin_credit_of_the_next_call_never_stands_in_for_a_chunk_in_flight(spec, cases, shared_cache, tmp_path):
+    # per_peer_signal counts a peer's credit and its chunks on one slot. With the chunks on the
+    # issuing CTA's context, a peer already in the next call (calls back to back) could land its
+    # credit before a chunk of this call, and the unpack read RECV early (call 2, world 4).
+    # One context per peer keeps the credit behind the chunks.
+    src = PATTERN.render(ds.DesignPoint.parse_key("gin/split_put_wait/per_peer_signal/cta/4K/4"))
+    intact = emulate_only(src, spec, cases, shared_cache, tmp_path / "intact")
+    assert intact.status is ds.Status.OK, intact.reason
+    per_cta = mutate(src, "cuco_gin_put(c, gin_ctx_of(peer), peer,", "cuco_gin_put(c, (int)(blockIdx.x % 4), peer,")
+    broken = emulate_only(per_cta, spec, cases, shared_cache, tmp_path / "per_cta")
+    assert broken.status is ds.Status.WRONG_RESULT, broken.reason
+
+
 def test_an_intact_candidate_is_scored_on_its_memory_traffic_below_the_ceiling(evaluator):
     point = ds.DesignPoint.parse_key("lsa/split_put_wait/per_peer_signal/warp/64K/8")
     ev = evaluator.evaluate(ds.Candidate(origin=ds.Origin(kind="template"), source=PATTERN.render(point), point=point))
