@@ -80,6 +80,11 @@ void check_enter_slots(int kind, long slot) {
     fail(kExitContract, "contract: rank %d, call %d: %s on signal-pad slot %ld, past the candidate's slots, "
          "which are reserved for cuco_barrier and the GIN signals; use slots 0 .. CUCO_ENTER_BASE - 1 for your "
          "own signals, and cuco_barrier / cuco_gin_* for those", g_rank, g_call, kNames[kind], slot);
+  // A GIN wait below slot 0 would read the barrier region beneath the GIN signals (a put or signal
+  // with slot < 0 carries no signal).
+  if (kind == CUCO_EMU_TR_GIN_WAIT && slot < 0)
+    fail(kExitContract, "contract: rank %d, call %d: gin_wait on GIN slot %ld; GIN slots run from 0 to "
+         "CUCO_GIN_ENTER_BASE - 1", g_rank, g_call, slot);
   if ((pad && slot >= CUCO_ENTER_BASE) || (gin && slot >= CUCO_GIN_ENTER_BASE))
     fail(kExitContract, "contract: rank %d, call %d: %s on %s slot %ld, which is reserved for the call-entry "
          "signals; use cuco_enter / cuco_wait_entered (cuco_enter.h) for those, and slots below %s for your own",

@@ -1,5 +1,6 @@
 """How the CPU emulator reports broken candidates: crashes name the rank and the buffer, code it
-cannot emulate exits 6, errors from cuco_run exit 4, a bad manifest exits 5. An endless loop
+cannot emulate exits 6, errors from cuco_run exit 4, a bad manifest exits 5, a breach of the
+contract (the runtime's signal-pad slots) exits 8. An endless loop
 that never yields cannot be stopped from inside: the caller's timeout (the sandbox) kills it."""
 
 import os
@@ -66,6 +67,18 @@ def test_an_earlier_calls_output_is_not_readable(tmp_path):
     res = run(build("faults", "FAULT_OLD_OUTPUT"), tmp_path, world=1, outputs=outputs(1), dims=(16,), iterations=2)
     assert res.returncode == 2, res.stderr
     assert "rank 0's output 0 of call 1 is not accessible during another call" in res.stderr
+
+
+@pytest.mark.parametrize("fault, reason", [
+    ("FAULT_PAD_PAST_USER", "signal on signal-pad slot 32771, past the candidate's slots"),
+    ("FAULT_GIN_NEGATIVE", "gin_wait on GIN slot -1"),
+])
+def test_signal_pad_slots_of_the_runtime_are_a_contract_rejection(fault, reason, tmp_path):
+    # past the user slots lie cuco_barrier's flags and the GIN signals: a plain signal there, or a
+    # GIN wait below slot 0, would be the runtime's synchronisation in disguise
+    res = run(build("faults", fault), tmp_path, world=2, outputs=outputs(2), dims=(16,))
+    assert res.returncode == 8, res.stderr
+    assert "contract: rank 0, call 1: " + reason in res.stderr
 
 
 def test_bad_manifest_exits_5(tmp_path):

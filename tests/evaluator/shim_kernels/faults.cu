@@ -3,7 +3,8 @@
 // FAULT_DEADLOCK (rank 0 waits for a signal nobody sends), FAULT_SPIN (a loop that never yields),
 // FAULT_COOP (a cooperative launch, which cannot be emulated), FAULT_RETURN (cuco_run fails),
 // FAULT_PEER_INPUT (rank 1 reads rank 0's input at the address rank 0 sees it: the same layout in
-// every process), FAULT_OLD_OUTPUT (call 2 reads call 1's output, to reuse an earlier result).
+// every process), FAULT_OLD_OUTPUT (call 2 reads call 1's output, to reuse an earlier result),
+// FAULT_PAD_PAST_USER / FAULT_GIN_NEGATIVE (signal-pad slots that belong to the runtime).
 #include "cuco_comm.h"
 
 __global__ void poke(const cuco_ctx c, float* p, long idx) {
@@ -17,6 +18,14 @@ __global__ void wait_forever(const cuco_ctx c) {
 
 __global__ void peek(const float* p, float* out) {
   if (blockIdx.x == 1 && threadIdx.x == 3) out[0] = p[0];
+}
+
+__global__ void reserved_slots(const cuco_ctx c, int gin) {
+  if (threadIdx.x != 0) return;
+  if (gin)
+    cuco_gin_wait(c, -1, 0);  // the last barrier counter, beneath the GIN signals
+  else
+    cuco_signal_add(c, c.rank, CUCO_USER_SIGNALS + 3, 1);  // a barrier flag
 }
 
 __device__ int g_never_set;
@@ -39,6 +48,12 @@ extern "C" int cuco_run(const cuco_ctx* ctx, cudaStream_t stream) {
   poke<<<2, 32, 0, stream>>>(*ctx, (float*)ctx->in[0], 0);
 #elif defined(FAULT_DEADLOCK)
   wait_forever<<<2, 64, 0, stream>>>(*ctx);
+#elif defined(FAULT_PAD_PAST_USER) || defined(FAULT_GIN_NEGATIVE)
+#if defined(FAULT_GIN_NEGATIVE)
+  reserved_slots<<<1, 32, 0, stream>>>(*ctx, 1);
+#else
+  reserved_slots<<<1, 32, 0, stream>>>(*ctx, 0);
+#endif
 #elif defined(FAULT_SPIN)
   spin<<<1, 1, 0, stream>>>();
 #elif defined(FAULT_COOP)
