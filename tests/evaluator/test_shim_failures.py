@@ -1,7 +1,7 @@
 """How the CPU emulator reports broken candidates: crashes name the rank and the buffer, code it
 cannot emulate exits 6, errors from cuco_run exit 4, a bad manifest exits 5, a breach of the
-contract (the runtime's signal-pad slots) exits 8. An endless loop
-that never yields cannot be stopped from inside: the caller's timeout (the sandbox) kills it."""
+contract (the runtime's signal-pad slots) exits 8. An endless loop that never yields cannot be
+stopped from inside: the caller's timeout (the sandbox) kills it."""
 
 import os
 import shutil
