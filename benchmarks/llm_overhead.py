@@ -32,14 +32,14 @@ def main() -> int:
     args = ap.parse_args()
 
     import cuco
-    from agents.llm.fake_server import FakeLLMServer
+    from agents.llm.fake_server import FakeLLMServer, placeholder_key
     from candidates_db import Store
     from cuco.agent_wiring import LLMSettings
     from tests.cuco import llm_scripts as S
 
     run_dir = args.run_dir or Path(tempfile.mkdtemp(prefix="cuco-llm-bench-"))
     with FakeLLMServer(S.full_run_rules()) as server:
-        os.environ.update(OPENAI_API_KEY="not-a-key", OPENAI_BASE_URL=server.base_url_openai)
+        os.environ.update(OPENAI_API_KEY=placeholder_key(), OPENAI_BASE_URL=server.base_url_openai)
         start = time.monotonic()
         summary = cuco.evolve(ROOT / "examples" / "allgather_gemm", run_dir=run_dir, generations=args.generations,
                               population=args.population, seed_points=(S.SEEDED,),

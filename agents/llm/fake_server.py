@@ -138,6 +138,12 @@ class _HTTPServer(ThreadingHTTPServer):
     fake: "FakeLLMServer"
 
 
+def placeholder_key() -> str:
+    """A value for OPENAI_API_KEY / ANTHROPIC_API_KEY while the SDKs talk to this server, which
+    ignores keys. Made at run time, so no file holds anything key-shaped."""
+    return f"fake-{uuid.uuid4().hex}"
+
+
 class FakeLLMServer:
     def __init__(self, script: Union[Sequence[Union[Rule, dict]], str, Path], *, host: str = "127.0.0.1",
                  port: int = 0, context: Optional[FakeContext] = None) -> None:

@@ -1,11 +1,10 @@
 """Which LLMs a run uses: --llm, else the config file's `llm` entry, else CUCO_LLM; bad settings
 are refused with the fix."""
 
-import uuid
-
 import pytest
 
 import design_space as ds
+from agents.llm.fake_server import placeholder_key
 from cuco.agent_wiring import LLMSettings, configured_names, enable_hint
 
 
@@ -49,14 +48,14 @@ def test_the_hint_names_the_keys_when_none_is_set_and_the_provider_when_one_is(m
     for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(key, raising=False)
     assert "OPENAI_API_KEY" in enable_hint() and "--llm openai:<model>" in enable_hint()
-    planted = f"planted-{uuid.uuid4().hex}"  # made at run time: nothing key-shaped is committed
+    planted = placeholder_key()  # made at run time: nothing key-shaped is committed
     monkeypatch.setenv("ANTHROPIC_API_KEY", planted)
     assert "--llm anthropic:<model>" in enable_hint() and planted not in enable_hint()
 
 
 def test_a_budget_is_refused_for_a_model_whose_price_is_unknown(tmp_path, monkeypatch, example_spec):
     import cuco
-    monkeypatch.setenv("OPENAI_API_KEY", "not-a-key")
+    monkeypatch.setenv("OPENAI_API_KEY", placeholder_key())
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # never called: refused before any call
     settings = LLMSettings(names=("openai:no-such-model-xyz",), budget_usd=1.0)
     with pytest.raises(ds.ConfigError, match="no price is known") as err:

@@ -15,7 +15,7 @@ import pytest
 
 import cuco
 import design_space as ds
-from agents.llm.fake_server import FakeLLMServer
+from agents.llm.fake_server import FakeLLMServer, placeholder_key
 from candidates_db import Store
 from cuco.agent_wiring import LLMSettings
 from tests.conftest import EXAMPLE
@@ -30,7 +30,7 @@ def _env(server, provider="openai"):
     prefix = PROVIDERS[provider][1]
     base = server.base_url_openai if provider == "openai" else server.base_url_anthropic
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.endswith("_BASE_URL")}
-    env.update({f"{prefix}_API_KEY": "not-a-key", f"{prefix}_BASE_URL": base})
+    env.update({f"{prefix}_API_KEY": placeholder_key(), f"{prefix}_BASE_URL": base})
     return env
 
 

@@ -17,7 +17,7 @@ from agents import conservative_point
 from agents.fast_path import FastPathTools, run_fast_path
 from agents.fast_path.blocks import frozen_text, marker_problem, unmark
 from agents.llm import Budget, create_llm
-from agents.llm.fake_server import FakeLLMServer
+from agents.llm.fake_server import FakeLLMServer, placeholder_key
 
 ROOT = Path(__file__).resolve().parents[3]
 SEED = ROOT / "examples" / "seeds" / "allgather_gemm_host.cu"
@@ -80,7 +80,7 @@ def serve():
 def client_for(server, calls=None, budget=None):
     return create_llm(f"openai:{MODEL}", recorder=None if calls is None else calls.append, budget=budget,
                       timeout_s=30, max_retries=0, backoff_s=0,
-                      environ={"OPENAI_API_KEY": "dummy", "OPENAI_BASE_URL": server.base_url_openai})
+                      environ={"OPENAI_API_KEY": placeholder_key(), "OPENAI_BASE_URL": server.base_url_openai})
 
 
 @pytest.fixture
@@ -200,7 +200,8 @@ def test_a_run_killed_during_an_llm_call_resumes_from_its_checkpoint_without_res
                     {"when": FEEDBACK, "reply": {"text": good_reply}},
                     {"when": WRITE, "reply": {"text": "garbled, no code"}}])
     checkpoint = tmp_path / "killed.sqlite"
-    env = {**os.environ, "OPENAI_API_KEY": "dummy", "OPENAI_BASE_URL": server.base_url_openai, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "OPENAI_API_KEY": placeholder_key(), "OPENAI_BASE_URL": server.base_url_openai,
+           "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, "-c", RESUMABLE_RUN, str(checkpoint)], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:

@@ -6,6 +6,7 @@ from agents.llm import (
     LLMReply, LLMSpec, RawReply, RetryingClient, configured_llms, create_llm, llm_enable_hint, llm_provider_names,
     register_llm_provider,
 )
+from agents.llm.fake_server import placeholder_key
 from agents.llm.registry import _PROVIDERS
 from design_space.errors import ConfigError
 from tests.agents.llm.helpers import ask
@@ -68,14 +69,15 @@ def test_a_spec_object_is_accepted_as_well_as_a_name():
 
 def test_configured_llms_follow_the_keys_that_are_set():
     assert configured_llms({}) == []
-    assert configured_llms({"ANTHROPIC_API_KEY": "k"}) == ["anthropic"]
-    assert configured_llms({"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}) == ["anthropic", "openai"]
+    assert configured_llms({"ANTHROPIC_API_KEY": placeholder_key()}) == ["anthropic"]
+    both = {"OPENAI_API_KEY": placeholder_key(), "ANTHROPIC_API_KEY": placeholder_key()}
+    assert configured_llms(both) == ["anthropic", "openai"]
     assert configured_llms({"OPENAI_API_KEY": "", "OPENAI_BASE_URL": "http://x/v1"}) == []
 
 
 def test_the_enable_hint_names_the_variables_or_the_flag():
     assert "OPENAI_API_KEY" in llm_enable_hint({}) and "openai-compatible:" in llm_enable_hint({})
-    assert "--llm openai:gpt-4.1" in llm_enable_hint({"OPENAI_API_KEY": "k"})
+    assert "--llm openai:gpt-4.1" in llm_enable_hint({"OPENAI_API_KEY": placeholder_key()})
 
 
 def test_importing_the_layer_does_not_import_the_sdks():

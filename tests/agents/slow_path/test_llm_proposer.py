@@ -7,7 +7,7 @@ import pytest
 
 from agents import ProposalRequest, ProposerTools, create_proposer
 from agents.llm import Budget, create_llm
-from agents.llm.fake_server import FakeLLMServer
+from agents.llm.fake_server import FakeLLMServer, placeholder_key
 from agents.slow_path import LLMProposer
 from agents.slow_path.schedule import Schedule
 from design_space.errors import BudgetExhausted
@@ -55,8 +55,8 @@ class Tools:
 
 
 def _client(server, model="fake-a", provider="openai", calls=None, budget=None):
-    env = {"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": server.base_url_openai,
-           "ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": server.base_url_anthropic}
+    env = {"OPENAI_API_KEY": placeholder_key(), "OPENAI_BASE_URL": server.base_url_openai,
+           "ANTHROPIC_API_KEY": placeholder_key(), "ANTHROPIC_BASE_URL": server.base_url_anthropic}
     return create_llm(f"{provider}:{model}", recorder=(calls.append if calls is not None else None), budget=budget,
                       environ=env, max_retries=0, timeout_s=20, backoff_s=0)
 
