@@ -71,7 +71,7 @@ void note_block(Fiber* f, int kind) {
 int g_rank = -1, g_call = 0;
 unsigned long long g_entered[CUCO_MAX_RANKS] = {};  // announcements this rank sent to each peer
 
-void check_enter_slots(int kind, long slot) {
+void check_reserved_slots(int kind, long slot) {
   const bool pad = kind == CUCO_EMU_TR_SIGNAL || kind == CUCO_EMU_TR_WAIT;
   const bool gin = kind == CUCO_EMU_TR_GIN_SIGNAL || kind == CUCO_EMU_TR_GIN_PUT || kind == CUCO_EMU_TR_GIN_WAIT;
   // Past the user slots lie cuco_barrier's flags and the GIN signals (cuco_ctx.h), which only the
@@ -219,7 +219,7 @@ extern "C" void cuco_emu_tile_result(float* acc, int n) {
 extern "C" void cuco_emu_trace(int kind, unsigned long long bytes, long slot) {
   using namespace cuco_emu;
   if (kind < 0 || kind >= kKinds) return;
-  check_enter_slots(kind, slot);
+  check_reserved_slots(kind, slot);
   if (kind == CUCO_EMU_TR_ENTER) count_enter(slot / CUCO_MAX_RANKS, slot % CUCO_MAX_RANKS);
   if (kind == CUCO_EMU_TR_BARRIER && slot >= CUCO_COLL_BARRIER) return;  // a library collective's own barrier
   Fiber* f = current();

@@ -57,7 +57,8 @@ def test_gin_credit_of_the_next_call_never_stands_in_for_a_chunk_in_flight(spec,
     src = PATTERN.render(ds.DesignPoint.parse_key("gin/split_put_wait/per_peer_signal/cta/4K/4"))
     intact = emulate_only(src, spec, cases, shared_cache, tmp_path / "intact")
     assert intact.status is ds.Status.OK, intact.reason
-    per_cta = mutate(src, "cuco_gin_put(c, gin_ctx_of(peer), peer,", "cuco_gin_put(c, (int)(blockIdx.x % 4), peer,")
+    per_cta = mutate(src, "cuco_gin_put(c, gin_ctx_of(peer), peer,",
+                     "cuco_gin_put(c, (int)(blockIdx.x % CUCO_GIN_CONTEXTS), peer,")
     broken = emulate_only(per_cta, spec, cases, shared_cache, tmp_path / "per_cta")
     assert broken.status is ds.Status.WRONG_RESULT, broken.reason
 
