@@ -22,7 +22,9 @@ from design_space.patterns import Pattern
 from design_space.spec import KernelSpec, ShapeCase
 
 REFERENCE_TIMEOUT_S = 300.0
-REFERENCE_FORMAT = 3  # 2: each output's own error against a float64 run; 3: inputs saved as built (the reference gets copies)
+# 2: each output's own error against a float64 run; 3: inputs saved as built (the reference gets
+# copies); 4: the float64 run's outputs kept too
+REFERENCE_FORMAT = 4
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,9 @@ class RankData:
     outputs: tuple[TensorFile, ...]  # in the pattern's ctx.out[] order
     # per output name: the reference's own error against a float64 run (evaluator/tolerance.py)
     errors: dict = field(default_factory=dict)
+    # the float64 run's outputs (stored as float32), in outputs' order; () when the reference
+    # cannot run in float64
+    exact: tuple[TensorFile, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -170,8 +175,9 @@ def _load(pattern: Pattern, world: int, folder: Path, cases: Sequence[ShapeCase]
                 return tuple(TensorFile(base / e[kind][n]["file"], tuple(e[kind][n]["shape"]), e[kind][n]["dtype"],
                                         e[kind][n]["nbytes"]) for n in names)
 
+            exact = files("exact", pattern.outputs) if set(pattern.outputs) <= set(e.get("exact") or {}) else ()
             ranks.append(RankData(inputs=files("inputs", pattern.inputs), outputs=files("outputs", pattern.outputs),
-                                  errors=dict(e.get("errors") or {})))
+                                  errors=dict(e.get("errors") or {}), exact=exact))
         result.append(ReferenceCase(world=world, shape=case, trial=entry["trial"], ranks=tuple(ranks)))
     return result
 

@@ -33,19 +33,20 @@ def _save(tensor, path: Path) -> dict:
             "nbytes": t.numel() * t.element_size()}
 
 
-def _own_error(reference, inputs: dict, outputs: dict, dims: dict, group) -> dict:
+def _own_error(reference, inputs: dict, outputs: dict, dims: dict, group) -> tuple[dict, dict]:
     """How far the reference's own outputs are from a float64 run of it on the same inputs, per
     output: the 99.9th percentile of the relative error where |value| > 0.1 RMS, of the absolute
-    error below, and the RMS (evaluator/tolerance.py turns them into tolerances). {} when the
-    reference cannot run in float64."""
+    error below, and the RMS (evaluator/tolerance.py turns them into tolerances); and the float64
+    outputs themselves (a candidate within tolerance of them is right even where the reference's
+    own rounding strays further). ({}, {}) when the reference cannot run in float64."""
     import torch
 
     wide = {k: v.double() if torch.is_tensor(v) and v.is_floating_point() else v for k, v in inputs.items()}
     try:
         exact = reference(wide, dims, group)
     except Exception:  # noqa: BLE001 -- a reference that only runs in its dtype gets no calibration
-        return {}
-    out = {}
+        return {}, {}
+    out, kept = {}, {}
     for name, low in outputs.items():
         hi = exact.get(name) if isinstance(exact, dict) else None
         if not (torch.is_tensor(low) and torch.is_tensor(hi)) or hi.shape != low.shape or not low.numel():
@@ -55,7 +56,8 @@ def _own_error(reference, inputs: dict, outputs: dict, dims: dict, group) -> dic
         big = hi.abs() > 0.1 * rms
         q = lambda t: float(torch.quantile(t.flatten()[:1 << 24], 0.999)) if t.numel() else 0.0  # noqa: E731
         out[name] = {"rel": q(err[big] / hi.abs()[big]), "abs": q(err[~big]), "rms": rms}
-    return out
+        kept[name] = hi.float()  # float32 keeps the float64 result far inside any dtype's tolerance
+    return out, kept
 
 
 def _copies(inputs: dict) -> dict:
@@ -80,7 +82,7 @@ def run(job: dict, rank: int) -> None:
                 # the reference gets copies: one that works in place (dist.all_reduce(x)) must not
                 # change the inputs saved for candidates, nor those of its own float64 run
                 outputs = reference(_copies(inputs), dict(case["dims"]), dist.group.WORLD)
-                errors = _own_error(reference, inputs, outputs, dict(case["dims"]), dist.group.WORLD)
+                errors, exact = _own_error(reference, inputs, outputs, dict(case["dims"]), dist.group.WORLD)
                 for name in job.get("optional_inputs", ()):  # left out: read only by a flag that is off
                     inputs.setdefault(name, torch.empty(0, dtype=dtype))
                 folder = Path(job["out_dir"]) / f"{case['name']}" / f"t{trial}"
@@ -90,6 +92,7 @@ def run(job: dict, rank: int) -> None:
                     "inputs": {k: _save(v, folder / f"r{rank}_in_{k}.bin") for k, v in inputs.items()},
                     "outputs": {k: _save(v, folder / f"r{rank}_out_{k}.bin") for k, v in outputs.items()},
                     "errors": errors,
+                    "exact": {k: _save(v, folder / f"r{rank}_exact_{k}.bin") for k, v in exact.items()},
                     "folder": str(folder.relative_to(job["out_dir"])),
                 })
         (Path(job["out_dir"]) / f"index_r{rank}.json").write_text(json.dumps(index))

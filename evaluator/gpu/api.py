@@ -76,7 +76,8 @@ def _virtual_cases(spec, pattern, world, shapes, trials, seed, ref_root: Path) -
     cases = []
     for shape in shapes:
         c = _case(pattern, spec, shape, world)
-        c["trials"] = [{"ranks": [{"inputs": [_tensor(t) for t in rd.inputs], "outputs": [_tensor(t) for t in rd.outputs]}
+        c["trials"] = [{"ranks": [{"inputs": [_tensor(t) for t in rd.inputs], "outputs": [_tensor(t) for t in rd.outputs],
+                                   "exact": [_tensor(t) for t in rd.exact]}
                                   for rd in rc.ranks]} for rc in refs if rc.shape.name == shape.name]
         cases.append(c)
     return cases

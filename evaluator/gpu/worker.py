@@ -50,21 +50,24 @@ def case_of(c: dict) -> Case:
                 workspace_bytes=int(c["workspace_bytes"]))
 
 
-def check_outputs(outs, refs, tol: dict, world: int, case: str, rank: int, trial: int, run: int) -> dict:
-    """One rank's outputs against its reference (host tensors), as a RankCheck dict."""
+def check_outputs(outs, refs, tol: dict, world: int, case: str, rank: int, trial: int, run: int,
+                  exacts=()) -> dict:
+    """One rank's outputs against its reference (host tensors) and, where given, the reference's
+    float64 run (evaluator/emulate.py `compare`), as a RankCheck dict."""
     from evaluator.emulate import compare
 
     ok, err, mism, unw = True, 0.0, 0, 0
-    for out, ref in zip(outs, refs):
+    for i, (out, ref) in enumerate(zip(outs, refs)):
         o = out.detach().float().cpu().numpy()
-        good, e, m, u = compare(o, ref.float().numpy(), tol["atol"], tol["rtol"])
+        exact = exacts[i].float().numpy() if i < len(exacts) else None
+        good, e, m, u = compare(o, ref.float().numpy(), tol["atol"], tol["rtol"], exact)
         ok, err, mism, unw = ok and good, max(err, e), mism + m, unw + u
     return {"world": world, "shape": case, "rank": rank, "trial": trial, "ok": ok, "max_abs_err": err,
             "mismatches": mism, "unwritten": unw, "note": f"call {run + 1}"}
 
 
 def verify_runs(runner, ctxs, outputs, refs, job, case: Case, trial: int, result: dict,
-                agree=lambda ok: ok) -> bool:
+                agree=lambda ok: ok, exacts=None) -> bool:
     """Poison, run, compare -- ``job['calls']`` times (the second call catches state that does not
     survive an epoch). Returns False after the first wrong rank; ``agree`` makes every process
     stop together (multi mode), so no rank waits on one that gave up."""
@@ -78,7 +81,8 @@ def verify_runs(runner, ctxs, outputs, refs, job, case: Case, trial: int, result
         runner.run(ctxs)
         mine_ok = True
         for i, r in enumerate(runner.ranks):
-            chk = check_outputs(outputs[i], refs[i], job["tolerance"], job["world"], case.name, r, trial, call)
+            chk = check_outputs(outputs[i], refs[i], job["tolerance"], job["world"], case.name, r, trial, call,
+                                exacts[i] if exacts else ())
             result["checks"].append(chk)
             if not chk["ok"] and mine_ok:
                 mine_ok = False

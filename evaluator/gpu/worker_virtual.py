@@ -63,6 +63,7 @@ def _one_case(job: dict, c: dict, runner: Runner, mems, device, result: dict) ->
     for t, trial in enumerate(c["trials"]):
         inputs = [[load_tensor(tf, device) for tf in rk["inputs"]] for rk in trial["ranks"]]
         refs = [[load_tensor(tf, "cpu") for tf in rk["outputs"]] for rk in trial["ranks"]]
+        exacts = [[load_tensor(tf, "cpu") for tf in rk.get("exact", ())] for rk in trial["ranks"]]
         outputs = [[torch.empty(tuple(tf["shape"]), dtype=getattr(torch, tf["dtype"]), device=device)
                     for tf in rk["outputs"]] for rk in trial["ranks"]]
         ctxs = runner.contexts(case, inputs, outputs, ws)
@@ -73,7 +74,8 @@ def _one_case(job: dict, c: dict, runner: Runner, mems, device, result: dict) ->
                 return False
             first_inputs = (inputs, outputs)
         if job["task"] == "verify":
-            ok = w.guarded(result, where, lambda: w.verify_runs(runner, ctxs, outputs, refs, job, case, t, result))
+            ok = w.guarded(result, where, lambda: w.verify_runs(runner, ctxs, outputs, refs, job, case, t, result,
+                                                                exacts=exacts))
             if not ok or result["status"] != "ok":
                 return False
     if job["task"] == "bench":

@@ -61,20 +61,90 @@ def _bf16_summing_spec(folder):
     return load_spec(folder)
 
 
-def test_a_correct_kernel_passes_a_reference_that_rounds_its_partials_in_bf16(tmp_path, shared_cache):
+def _without_float64_run(cases):
+    """The reference cases as they were before the float64 run's outputs were kept."""
+    from dataclasses import replace
+
+    return [replace(c, ranks=tuple(replace(r, exact=()) for r in c.ranks)) for c in cases]
+
+
+def _emulate(ev, point, cases, tmp_path):
+    from evaluator import emulate
+
+    return emulate.emulate(ev.pattern.render(point), spec=ev.spec, pattern=ev.pattern, cases=cases,
+                           work_dir=tmp_path / "emu", cache_dir=ev.config.cache_dir / "emulator",
+                           settings=ev.config.emulation, probe=False)
+
+
+def _sequential_lsa(ev):
     from design_space.space import valid_points
+
+    return next(p for p in valid_points(ev.pattern, ev.hardware)
+                if p.placement.value == "sequential" and p.backend.value == "lsa")
+
+
+def test_a_correct_kernel_passes_a_reference_that_rounds_its_partials_in_bf16(tmp_path, shared_cache):
     from evaluator.cascade import Evaluator, EvaluatorConfig
 
     spec = _bf16_summing_spec(tmp_path / "spec")
-    point = None
     for strict in (False, True):
         s = spec.model_copy(update={"output_tolerances": {"y": spec.tolerances[spec.dtype]}}) if strict else spec
         ev = Evaluator(s, EvaluatorConfig(cache_dir=shared_cache))
-        ev.prepare()
-        stats = ev.reference_cases[0].ranks[0].errors["y"]
+        cases = ev.cases_for("one pick")
+        stats = cases[0].ranks[0].errors["y"]
         assert stats["rel"] > 0.02  # the reference itself strays past the fixed bf16 tolerance
-        point = point or next(p for p in valid_points(ev.pattern, ev.hardware)
-                              if p.placement.value == "sequential" and p.backend.value == "lsa")
-        out = ev.emulate_source(ev.pattern.render(point), probe=False)
-        # the fixed tolerance fails the correct kernel; the calibrated one passes it
+        # against the bf16 reference alone: the fixed tolerance fails the correct kernel, the
+        # calibrated one passes it
+        # (the kernel rounds its partials to bf16 too, so the float64 run cannot stand in for that)
+        out = _emulate(ev, _sequential_lsa(ev), _without_float64_run(cases), tmp_path / str(strict))
         assert out.status.value == ("wrong_result" if strict else "ok"), out.reason
+
+
+def _straying_spec(folder):
+    """gemm_allreduce whose reference loses the low bits of three outputs per rank (it adds and
+    takes away an offset in its own dtype): too few elements to move its calibration."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "examples" / "gemm_allreduce"
+    folder.mkdir()
+    (folder / "spec.py").write_text((root / "spec.py").read_text())
+    ref = (root / "reference.py").read_text()
+    ref = ref.replace('    return {"y": y.to(a.dtype)}\n',
+                      '    y = y.to(a.dtype)\n    y[0, :3] = (y[0, :3] + 64) - 64\n    return {"y": y}\n')
+    assert "+ 64) - 64" in ref
+    (folder / "reference.py").write_text(ref)
+    from cuco.spec_loader import load_spec
+    return load_spec(folder)
+
+
+def test_a_correct_kernel_passes_where_the_references_own_rounding_strays_past_its_calibration(tmp_path,
+                                                                                             shared_cache):
+    import numpy as np
+
+    from evaluator.cascade import Evaluator, EvaluatorConfig
+    from evaluator.emulate import as_float32, exact_of
+
+    ev = Evaluator(_straying_spec(tmp_path / "spec"), EvaluatorConfig(cache_dir=shared_cache))
+    cases = ev.cases_for("one pick")
+    rank = cases[0].ranks[0]
+    ref, exact = as_float32(rank.outputs[0].path, "bfloat16", rank.outputs[0].shape), exact_of(rank, 0)
+    assert exact is not None and exact.shape == ref.shape
+    assert np.abs(ref - exact)[0, :3].max() > 0.05 and np.abs(ref - exact)[1:].max() < 0.05  # only 3 stray
+    assert _emulate(ev, _sequential_lsa(ev), _without_float64_run(cases), tmp_path / "a").status.value \
+        == "wrong_result"  # what the bf16 reference alone would say
+    out = _emulate(ev, _sequential_lsa(ev), cases, tmp_path / "b")
+    assert out.status.value == "ok", out.reason
+
+
+def test_an_element_is_right_within_tolerance_of_the_reference_or_of_its_float64_run():
+    import numpy as np
+
+    from evaluator.emulate import compare
+
+    ref = np.array([1.0, 2.0, 3.0, 0.0], dtype=np.float32)
+    exact = np.array([1.0, 2.5, 3.0, 0.0], dtype=np.float32)  # the reference strays in element 1
+    assert compare(np.array([1.0, 2.5, 3.0, 0.0]), ref, 0.01, 0.01, exact) == (True, 0.0, 0, 0)
+    assert compare(np.array([1.0, 2.0, 3.0, 0.0]), ref, 0.01, 0.01, exact)[0]
+    ok, err, mism, unw = compare(np.array([1.0, 2.25, 3.0, np.nan]), ref, 0.01, 0.01, exact)
+    assert (ok, mism, unw) == (False, 2, 1) and err == 0.25  # far from both; never written
+    assert compare(np.array([1.0, 2.5, 3.0, 0.0]), ref, 0.01, 0.01) == (False, 0.5, 1, 0)  # without the run
