@@ -237,42 +237,80 @@ class _Phase:
         local = busy * self.cost.local_fraction
         return local, busy - local
 
-    def _host_overlap(self, point: DesignPoint) -> float:
+    def _host_overlap(self, point: DesignPoint, launches: float) -> float:
         """host_nccl stream_overlap: one NCCL call and one GEMM launch per chunk, on two streams."""
         cost, n, hw = self.cost, self.n, self.hw
-        chunks = max(1, math.ceil(comm_factor(cost.collective, n) * self.comm_bytes / point.chunk_bytes))
+        chunks = self._host_chunks(point)
         tm = nccl_time(cost.collective, self.comm_bytes, cost.steps, n, hw, calls=chunks)
         t_local, t_remote = self._split(_stretch(self.tc, NCCL_SMS, hw.sms, tm))
-        return _pipeline(t_local, t_remote * self._wave_penalty(chunks), tm, chunks, 2 * chunks + 1, hw)
+        return _pipeline(t_local, t_remote * self._wave_penalty(chunks), tm, chunks, launches, hw)
 
-    def _device_overlap(self, point: DesignPoint, comm: CommTime) -> float:
+    def _host_chunks(self, point: DesignPoint) -> int:
+        return max(1, math.ceil(comm_factor(self.cost.collective, self.n) * self.comm_bytes / point.chunk_bytes))
+
+    def _comm(self, point: DesignPoint) -> CommTime:
+        return device_time(self.cost.collective, self.comm_bytes, self.cost.steps, self.n, self.hw, point)
+
+    def chunks(self, point: DesignPoint) -> int:
+        """Chunks one call of ``point`` moves (NCCL calls of a host pipeline, device transfers)."""
+        if point.backend is Backend.HOST_NCCL:
+            return self._host_chunks(point) if point.placement is not Placement.SEQUENTIAL else 1
+        return self._comm(point).chunks
+
+    def launches(self, point: DesignPoint, comm: Optional[CommTime] = None) -> int:
+        """Host launches (kernels, NCCL calls) one call of ``point`` is charged with."""
+        if point.placement is Placement.SEQUENTIAL:
+            return 2
+        if point.backend is Backend.HOST_NCCL:
+            return 2 * self._host_chunks(point) + 1
+        if point.placement is Placement.FUSED_PERSISTENT:
+            return 1
+        if point.placement is Placement.STREAM_OVERLAP:
+            return 2 * self._relaunches(point, (comm or self._comm(point)).chunks) + 1
+        return 3
+
+    def _relaunches(self, point: DesignPoint, chunks: int) -> int:
+        """GEMM (and comm kernel) launches of a stream pipeline: one per signal stage. A
+        global_barrier pipeline relaunches too (the templates put a barrier between chunks), though
+        the model credits it one stage of overlap; waits hidden from the trace read as
+        global_barrier, so it is charged the most of any scope (per chunk or per peer): hiding a
+        pipeline's waits never saves launches or waves."""
+        if point.sync_scope is SyncScope.GLOBAL_BARRIER:
+            stages = max(chunks, self.n - 1)
+        else:
+            stages = _stages(point, chunks, self.n)
+        return self.cost.pipeline_stages or stages
+
+    def _device_overlap(self, point: DesignPoint, comm: CommTime, launches: float) -> float:
         cost, hw, tc = self.cost, self.hw, self.tc
         stages = _stages(point, comm.chunks, self.n)
         # a put + signal is already one hop in ``comm``; a barrier-synchronised scheme pays its barrier
         sync = cost.steps * hw.barrier_s if point.sync_scope is SyncScope.GLOBAL_BARRIER else 0.0
         sync += hw.link_alpha_s if cost.entry_handshake else 0.0  # the peers entered this call
         if point.placement is Placement.SEQUENTIAL:
-            return 2 * hw.launch_s + comm.seconds + sync + tc
+            return launches * hw.launch_s + comm.seconds + sync + tc
         taken = 0 if point.backend is Backend.COPY_ENGINE else point.comm_ctas
         if point.placement is Placement.FUSED_PERSISTENT:
-            busy, launches = tc * hw.sms / (hw.sms - taken), 1  # comm CTAs hold their SMs for the whole kernel
+            busy = tc * hw.sms / (hw.sms - taken)  # comm CTAs hold their SMs for the whole kernel
         else:  # comm kernels hold SMs only while they work
             busy = _stretch(tc, taken, hw.sms, comm.sm_busy)
-            launches = 2 * (cost.pipeline_stages or stages) + 1 if point.placement is Placement.STREAM_OVERLAP else 3
         t_local, t_remote = self._split(busy)
         if point.placement is Placement.STREAM_OVERLAP:
-            t_remote *= self._wave_penalty(cost.pipeline_stages or stages)
+            t_remote *= self._wave_penalty(self._relaunches(point, comm.chunks))
         return _pipeline(t_local, t_remote, comm.seconds + sync, stages, launches, hw)
 
-    def simulate(self, point: DesignPoint) -> float:
-        """Simulated time of ``point`` (seconds): a model estimate, never a measurement."""
+    def simulate(self, point: DesignPoint, launches: Optional[float] = None) -> float:
+        """Simulated time of ``point`` (seconds): a model estimate, never a measurement.
+        ``launches``: host launches per call the code makes (``design_space.launch_count``; None:
+        the point's own, ``launches``). A sequential schedule pays each in full; an overlapped one
+        has them as its floor of host launch throughput."""
         if point.backend is Backend.HOST_NCCL:
-            if point.placement is Placement.SEQUENTIAL:
-                return self.tc + self.baseline_comm + 2 * self.hw.launch_s  # the baseline's schedule, our GEMM
-            return self._host_overlap(point)
-        cost = self.cost
-        comm = device_time(cost.collective, self.comm_bytes, cost.steps, self.n, self.hw, point)
-        return self._device_overlap(point, comm)
+            launches = max(1.0, self.launches(point) if launches is None else launches)
+            if point.placement is Placement.SEQUENTIAL:  # the baseline's schedule, our GEMM
+                return self.tc + self.baseline_comm + launches * self.hw.launch_s
+            return self._host_overlap(point, launches)
+        comm = self._comm(point)
+        return self._device_overlap(point, comm, max(1.0, self.launches(point, comm) if launches is None else launches))
 
 
 class ShapeModel:
@@ -298,13 +336,25 @@ class ShapeModel:
         # the rate reported: the phase with the most FLOPs (phases differ only in calibration entries)
         self.rate = max(self.phases, key=lambda ph: ph.cost.flops).rate
 
-    def simulate(self, point: DesignPoint) -> float:
-        """Simulated time of ``point`` (seconds): a model estimate, never a measurement."""
-        return sum(ph.simulate(point) for ph in self.phases)
+    def chunks(self, point: DesignPoint) -> int:
+        return sum(ph.chunks(point) for ph in self.phases)
 
-    def estimate(self, point: DesignPoint) -> Estimate:
+    def launches(self, point: DesignPoint) -> int:
+        return sum(ph.launches(point) for ph in self.phases)
+
+    def simulate(self, point: DesignPoint, launches: Optional[float] = None) -> float:
+        """Simulated time of ``point`` (seconds): a model estimate, never a measurement. The code's
+        ``launches`` per call (None: the point's own) go to the phases by their share of the
+        point's."""
+        if launches is None or len(self.phases) == 1:
+            return sum(ph.simulate(point, launches) for ph in self.phases)
+        own = [ph.launches(point) for ph in self.phases]
+        return sum(ph.simulate(point, launches * k / sum(own)) for ph, k in zip(self.phases, own))
+
+    def estimate(self, point: DesignPoint, launches: Optional[float] = None) -> Estimate:
         return Estimate(t_comp=self.t_comp, t_comm=self.t_comm, bound=max(self.t_comp, self.t_comm),
-                        baseline=self.baseline, simulated=self.simulate(point), baseline_comp=self.baseline_comp,
+                        baseline=self.baseline, simulated=self.simulate(point, launches),
+                        baseline_comp=self.baseline_comp,
                         baseline_comm=self.baseline_comm, comm_floor=self.comm_floor, ceiling=self.ceiling,
                         compute=self.rate)
 
@@ -336,7 +386,9 @@ def simulate(cost: WorkloadCost, point: DesignPoint, n: int, hw: HardwareProfile
 
 
 def estimate(cost: WorkloadCost, point: DesignPoint, n: int, hw: HardwareProfile, dtype: str,
-             features: Optional[CodeFeatures] = None, calibration: Optional[Calibration] = None) -> Estimate:
+             features: Optional[CodeFeatures] = None, calibration: Optional[Calibration] = None,
+             launches: Optional[float] = None) -> Estimate:
     """Bound, baseline, simulated time and ceiling of ``point`` for a candidate whose code has
-    ``features`` (None: unknown, scored at the scalar default and said so in ``Estimate.basis``)."""
-    return shape_model(cost, n, hw, dtype, features, calibration).estimate(point)
+    ``features`` (None: unknown, scored at the scalar default and said so in ``Estimate.basis``)
+    and makes ``launches`` host launches per call (None: the point's own; ``launch_count``)."""
+    return shape_model(cost, n, hw, dtype, features, calibration).estimate(point, launches)

@@ -59,6 +59,8 @@ class Observation:
     tile_flops_busiest: float = 0.0  # the same on the rank that ran the most
     world: int = 0
     dims: Mapping[str, int] = field(default_factory=dict)
+    # per run: (its shape's dims, its world, host operations per call on its busiest rank)
+    launches: tuple[tuple[Mapping[str, int], int, float], ...] = ()
 
 
 def _totals(traces: Sequence) -> tuple[dict[str, float], int, Mapping[str, int], int]:
@@ -75,6 +77,15 @@ def _totals(traces: Sequence) -> tuple[dict[str, float], int, Mapping[str, int],
             elif key != "calls":
                 out[key] = out.get(key, 0) + value / calls
     return out, run.world, run.dims, len(run.ranks)
+
+
+_HOST_OPS = ("launches", "ce_copy.calls", "coll.calls")  # kernel launches, peer copies, library collectives
+
+
+def launch_counts(traces: Sequence) -> tuple[tuple[Mapping[str, int], int, float], ...]:
+    """Host operations per call of every run, on the rank that issued the most."""
+    return tuple((dict(t.dims), t.world, max((sum(r.get(k, 0) for k in _HOST_OPS) / max(1, t.calls)
+                                               for r in t.ranks), default=0.0)) for t in traces)
 
 
 def _macro(source: str, name: str) -> Optional[int]:
@@ -140,7 +151,7 @@ def observe(traces: Sequence, source: str, declared: Optional[DesignPoint]) -> O
     evidence.append(why)
     if backend is None:
         return Observation(None, tuple(evidence), tile_flops_per_rank=tile, tile_flops_busiest=busiest, world=world,
-                           dims=dims)
+                           dims=dims, launches=launch_counts(traces))
     placement, why = _placement(t, world)
     evidence.append(why)
     sync, why = _sync(t, world)
@@ -158,7 +169,7 @@ def observe(traces: Sequence, source: str, declared: Optional[DesignPoint]) -> O
                    for d in ("backend", "placement", "issuer")
                    if getattr(point, d) != getattr(declared, d) and not any(c.startswith(f"{d}:") for c in contra)]
     return Observation(point, tuple(evidence), tuple(contra), tuple(unsettled), tile_flops_per_rank=tile,
-                       tile_flops_busiest=busiest, world=world, dims=dims)
+                       tile_flops_busiest=busiest, world=world, dims=dims, launches=launch_counts(traces))
 
 
 def _sizes(t, source, declared, evidence, unsettled, contra) -> dict:

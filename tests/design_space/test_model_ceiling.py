@@ -65,3 +65,26 @@ def test_the_ceiling_reduces_to_the_overlap_limit_when_nccl_is_already_optimal()
     overlap = (shape.baseline_comp + shape.baseline_comm) / max(shape.baseline_comp, shape.baseline_comm)
     assert shape.ceiling == pytest.approx(overlap, rel=0.01)
     assert shape.ceiling <= (shape.baseline_comp + shape.baseline_comm + launches) / shape.baseline_comp
+
+
+@pytest.mark.parametrize("hw_name", ["H100", "A100"])
+def test_hiding_synchronisation_never_pays(hw_name):
+    """Signals and waits the comm API does not carry are invisible to the emulator's trace, which
+    then reads the code as global_barrier: the global_barrier twin of every finer point (same
+    backend, placement, issuer, chunk and comm CTAs) simulates no faster, shape by shape."""
+    hw, faster, pairs = ds.get_profile(hw_name), [], 0
+    for spec in _specs():
+        pattern, world, dtype = ds.get_pattern(spec.pattern), spec.target_world, spec.dtype
+        points = set(_points(spec.name, hw_name))
+        twins = [(p, p.model_copy(update={"sync_scope": ds.SyncScope.GLOBAL_BARRIER})) for p in points
+                 if p.sync_scope is not ds.SyncScope.GLOBAL_BARRIER]
+        twins = [(p, t) for p, t in twins if t in points]
+        for case in spec.shapes:
+            shape = ShapeModel(pattern.cost(case.dims, world, dtype), world, hw, dtype.value, TENSOR_CORE_TYPICAL)
+            for fine, hidden in twins:
+                pairs += 1
+                if shape.simulate(hidden) < shape.simulate(fine) * (1 - 1e-9):
+                    faster.append(f"{spec.name}/{case.name}: {hidden.key()} {shape.simulate(hidden):.3g} s "
+                                  f"< {fine.key()} {shape.simulate(fine):.3g} s")
+    assert pairs > 10_000
+    assert not faster, (len(faster), faster[:5])

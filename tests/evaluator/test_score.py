@@ -2,7 +2,11 @@
 with the compute rate its code features earn. A declared point the code contradicts is refused; a
 kernel that drops the tensor-core tile for a scalar loop scores lower than the honest render, and so
 does one that keeps a decoy tile call beside its scalar loop (the dependence probe finds that no
-output depends on the tile's result)."""
+output depends on the tile's result). Synchronisation hidden from the trace (raw atomics on the
+signal pad instead of cuco_signal_add / cuco_wait) buys no score: the code reads as global_barrier,
+and is charged the launches it makes."""
+
+import re
 
 import pytest
 
@@ -110,3 +114,29 @@ def test_a_decoy_tile_beside_a_scalar_loop_earns_no_tensor_core_credit(example_e
     assert features.tile_output_dependence < 0.05 and features.tensor_core_flop_share < 0.05, features
     assert honest.features.tile_output_dependence > 0.99
     assert result.speedup < honest.speedup / 5, (result.speedup, honest.speedup)
+
+
+def _hide_waits(source: str) -> str:
+    """The same pipeline with its signals and waits as raw atomics on the signal pad, which the
+    emulator's trace does not see, plus a barrier it never calls for the guard's reading."""
+    source = re.sub(r"cuco_wait\(c, ([^,]+), ([^;]+)\);",
+                    r"while (cuco_ld_acquire(c.signals + (\1)) < (\2)) __nanosleep(64);", source)
+    source = re.sub(r"cuco_signal_add\(c, ([^,]+), ([^;]+), ([^,;]+)\);",
+                    r"{ __threadfence_system(); atomicAdd((unsigned long long*)(cuco_peer_signals(c, \1) + (\2)), "
+                    r"(unsigned long long)(\3)); }", source)
+    decoy = "static __device__ void never_called(const cuco_ctx& c) { cuco_barrier(c, 0); }\n"
+    return source.replace("// EVOLVE-BLOCK-END", decoy + "// EVOLVE-BLOCK-END")
+
+
+@pytest.mark.parametrize("chunk", ["4K", "256K"])
+def test_waits_hidden_from_the_trace_score_no_better_than_the_pipeline_that_shows_them(example_evaluator, chunk):
+    shown, hidden_key = f"lsa/stream_overlap/per_tile_signal/warp/{chunk}/8", f"lsa/stream_overlap/global_barrier/warp/{chunk}/8"
+    source = _hide_waits(_render(shown))
+    assert "cuco_wait(" not in source and "cuco_signal_add(" not in source
+    honest, hidden = _evaluate(example_evaluator, _render(shown), shown), _evaluate(example_evaluator, source, hidden_key)
+    assert honest.status is Status.OK and hidden.status is Status.OK, hidden.reason + "\n" + hidden.logs
+    assert hidden.observed_point == hidden_key
+    assert any(line.startswith("launches:") for line in hidden.observed), hidden.observed
+    # before launches came from the code and a stream pipeline was charged per chunk whatever its
+    # waits, the hidden 4K pipeline scored ~100x the one that shows them
+    assert hidden.speedup <= honest.speedup * 1.02, (hidden.speedup, honest.speedup)
