@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from design_space.errors import SpecError
+from design_space.errors import InfrastructureError, SpecError
 from design_space.evaluation import trim_log
 from design_space.patterns import Pattern
 from design_space.spec import KernelSpec, ShapeCase
@@ -143,8 +143,29 @@ def _run_worlds(runs: Sequence[_Run], seeds: Sequence[int], optional: Sequence[s
             raise SpecError(f"the reference or input builder of {run.spec.name} failed at world size {run.world}: "
                             + trim_log(out_b.decode(errors="replace"), 1500).replace("\n", " | "),
                             f"run `{run.spec.reference}` by hand on gloo and fix the error")
-        shutil.rmtree(run.folder, ignore_errors=True)
-        tmp.replace(run.folder)
+        install(tmp, run.folder, run.world)
+
+
+def install(tmp: Path, folder: Path, world: int) -> None:
+    """Move a finished run's data into its content-keyed folder without ever removing a complete
+    one: another cuco process sharing the cache may have put the same data there and be reading it."""
+    for _ in range(3):
+        try:
+            os.rename(tmp, folder)  # atomic; fails while the folder exists and is not empty
+            return
+        except OSError:
+            if _all_ranks_saved(folder, world):
+                shutil.rmtree(tmp, ignore_errors=True)
+                return
+            # an incomplete leftover (an older cache layout): set it aside atomically, then retry
+            aside = folder.with_name(f"{folder.name}.stale{os.getpid()}")
+            try:
+                os.rename(folder, aside)
+            except OSError:
+                pass
+            shutil.rmtree(aside, ignore_errors=True)
+    raise InfrastructureError(f"could not move the reference data {tmp} into {folder}",
+                              "check that the cache directory (CUCO_CACHE_DIR) is writable and not full")
 
 
 def _complete(pattern: Pattern, case: ShapeCase) -> ShapeCase:
