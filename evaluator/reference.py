@@ -157,7 +157,7 @@ def install(tmp: Path, folder: Path, world: int) -> None:
             if _all_ranks_saved(folder, world):
                 shutil.rmtree(tmp, ignore_errors=True)
                 return
-            # an incomplete leftover (an older cache layout): set it aside atomically, then retry
+            # an incomplete leftover (a removal cut short by a crash): set it aside atomically, retry
             aside = folder.with_name(f"{folder.name}.stale{os.getpid()}")
             try:
                 os.rename(folder, aside)
