@@ -86,12 +86,16 @@ def choose_points(points: Sequence[DesignPoint], sample: Optional[int], seed: in
 def sweep_workload(spec: KernelSpec, cache_dir: Path, *, hardware: Sequence[str] = ("H100", "A100"),
                    sample: Optional[int] = None, seed: int = 0, workers: int = 2, batch_size: int = 8,
                    ledger: Optional[Ledger] = None, progress: Callable[[str], None] = lambda line: None,
-                   run: bool = True) -> WorkloadSweep:
-    """Verdicts for every chosen point; ``run=False`` only reads the ledger (unchecked points: ``not_run``)."""
+                   run: bool = True, shape_seed: Optional[int] = None) -> WorkloadSweep:
+    """Verdicts for every chosen point; ``run=False`` only reads the ledger (unchecked points: ``not_run``).
+
+    ``shape_seed`` draws the emulation shapes; None: the cache's secret seed, so the ledger's emulation
+    verdicts hold for that cache only. A declared seed makes the whole ledger valid in any checkout
+    (the sweep checks cuco's own templates, never a candidate, so its shapes need not be secret)."""
     start = time.monotonic()
     ledger = ledger if ledger is not None else Ledger(None)
     pattern = get_pattern(spec.pattern)
-    evaluator = Evaluator(spec, EvaluatorConfig(cache_dir=cache_dir, gpu="off"))
+    evaluator = Evaluator(spec, EvaluatorConfig(cache_dir=cache_dir, gpu="off", seed=shape_seed))
     keys = _Keys(spec, evaluator)
     totals, chosen, items = {}, {}, {}
     for hw in hardware:
@@ -147,8 +151,10 @@ class _Keys:
         self.emulate_digest = verdict_key(shim_build.emulator_digest(), repr(evaluator.config.emulation),
                                           repr(evaluator.config.shape_variants), repr(evaluator.config.seed),
                                           *(f.read_text() for f in emulate_files),
-                                          *sorted({str(tf.path.parent) for c in cases for r in c.ranks
-                                                   for tf in r.inputs}))
+                                          # the reference folders under the cache (named by content
+                                          # fingerprints): where the cache lies is no part of a verdict
+                                          *sorted({tf.path.parent.relative_to(evaluator.config.cache_dir).as_posix()
+                                                   for c in cases for r in c.ranks for tf in r.inputs}))
 
     def guard(self, item: _Item) -> str:
         return verdict_key("guard", item.source, item.point.key(), self.guard_digest)

@@ -55,11 +55,13 @@ class ReferenceCase:
 
 
 def _fingerprint(spec: KernelSpec, world: int, cases: Sequence[ShapeCase], seeds: Sequence[int]) -> str:
-    h = hashlib.sha256(json.dumps([REFERENCE_FORMAT, spec.model_dump(mode="json"), world,
+    # where the spec's folder lies is not part of its identity (the same spec in another checkout
+    # has the same reference, so a sweep ledger keyed by it resumes there); its code is
+    h = hashlib.sha256(json.dumps([REFERENCE_FORMAT, spec.model_dump(mode="json", exclude={"search_path"}), world,
                                    [c.model_dump() for c in cases], list(seeds)], sort_keys=True).encode())
-    for folder in spec.search_path:  # the reference's own code is part of its identity
+    for folder in spec.search_path:
         for f in sorted(Path(folder).glob("*.py")):
-            h.update(f.read_bytes())
+            h.update(f.name.encode() + b"\0" + f.read_bytes())
     return h.hexdigest()[:20]
 
 

@@ -11,6 +11,12 @@ nccl comm backend) and are emulated on the CPU at the spec's emulation world siz
 against the reference on gloo (cuco/point_sweep.py). Verdicts are kept in a ledger under --cache, so
 a stopped sweep resumes where it was (--fresh ignores it; --status only counts what it holds). Exit
 status 1 when any point fails.
+
+By default the emulation shapes are drawn with the cache's secret seed, so the ledger holds for that
+cache only. --shape-seed N declares the seed instead, and --ledger puts the ledger where it can be
+committed: another checkout (or a fresh clone) resumes from it.
+
+    .venv/bin/python scripts/check_all_points.py --all --shape-seed 14 --ledger docs/sweep-ledger.jsonl
 """
 
 from __future__ import annotations
@@ -55,6 +61,10 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=8, help="sources per nvcc call (1: one build per point)")
     ap.add_argument("--cache", default=".cuco-cache/check")
     ap.add_argument("--fresh", action="store_true", help="ignore verdicts already in the cache's ledger")
+    ap.add_argument("--ledger", help="the ledger file (default: <cache>/sweep-ledger.jsonl)")
+    ap.add_argument("--shape-seed", type=int, default=None,
+                    help="draw the emulation shapes with this declared seed (default: the cache's secret one); "
+                         "a ledger written with it resumes in any checkout")
     ap.add_argument("--out", help="also write the counts, times and failures as JSON here")
     ap.add_argument("--status", action="store_true", help="run nothing: count what the ledger already holds")
     args = ap.parse_args()
@@ -63,12 +73,14 @@ def main() -> int:
     if not specs:
         ap.error("name spec folders or pass --all")
     cache = Path(args.cache).resolve()
-    ledger = Ledger(None if args.fresh else cache / "sweep-ledger.jsonl")
+    ledger_path = Path(args.ledger).resolve() if args.ledger else cache / "sweep-ledger.jsonl"
+    ledger = Ledger(None if args.fresh else ledger_path)
     rows, failures, summaries = [], [], []
     for folder in specs:
         result = sweep_workload(load_spec(folder), cache, hardware=args.hardware.split(","), sample=args.sample,
                                 seed=args.seed, workers=args.workers, batch_size=max(1, args.batch), ledger=ledger,
-                                progress=lambda line: print(line, flush=True), run=not args.status)
+                                progress=lambda line: print(line, flush=True), run=not args.status,
+                                shape_seed=args.shape_seed)
         rows += _rows(result)
         summaries.append(_summary(result))
         failures += [f"{result.workload} {v.hardware} {v.point.key()}: {v.status}: {v.reason}"

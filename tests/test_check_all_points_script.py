@@ -25,3 +25,14 @@ def test_the_sampled_sweep_prints_a_row_per_workload(shared_cache):
     assert set(rows) == examples
     for name, cells in rows.items():
         assert cells[1] == "H100" and int(cells[2]) > 0 and cells[3] == cells[4] == "1", (name, cells)
+
+
+def test_status_reads_the_named_ledger_with_a_declared_shape_seed(shared_cache, tmp_path):
+    ledger = tmp_path / "committed-ledger.jsonl"
+    ledger.write_text("")
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "check_all_points.py"), "examples/gemm_allgather",
+                          "--status", "--hardware", "H100", "--shape-seed", "14", "--ledger", str(ledger),
+                          "--cache", str(shared_cache)], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    cells = res.stdout.split("(median seconds per point")[1].splitlines()[1].split()
+    assert cells[:2] == ["gemm_allgather", "H100"] and int(cells[2]) > 0 and cells[3] == cells[4] == "0"

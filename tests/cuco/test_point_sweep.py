@@ -57,3 +57,18 @@ def test_a_failed_check_fails_its_point_and_names_the_reason(example_spec, share
     again = sweep_workload(example_spec, shared_cache, hardware=("H100",), sample=1, seed=9, workers=1, ledger=ledger)
     bad = again.rows[0].failures
     assert [(v.point, v.status) for v in bad] == [(point, "wrong_result")] and "mismatching" in bad[0].reason
+
+
+def test_a_ledger_swept_with_a_declared_shape_seed_resumes_in_another_cache(example_spec, shared_cache, tmp_path):
+    ledger_path = tmp_path / "ledger.jsonl"
+    first = sweep_workload(example_spec, shared_cache, hardware=("H100",), sample=1, seed=3, workers=1,
+                           ledger=Ledger(ledger_path), shape_seed=14)
+    assert first.rows[0].passed == 1, first.rows[0].failures
+    elsewhere = tmp_path / "fresh-clone-cache"  # another checkout's cache: no shape-seed, no references
+    lines = []
+    again = sweep_workload(example_spec, elsewhere, hardware=("H100",), sample=1, seed=3, workers=1,
+                           ledger=Ledger(ledger_path), shape_seed=14, progress=lines.append)
+    assert again.rows[0].passed == 1 and again.reused == 3 and lines == []  # guard, build, emulation reused
+    secret = sweep_workload(example_spec, elsewhere, hardware=("H100",), sample=1, seed=3,
+                            ledger=Ledger(ledger_path), run=False)
+    assert secret.rows[0].checked == 0  # that cache's own secret shapes: its emulations are still to run

@@ -67,3 +67,13 @@ def test_a_failing_run_names_its_spec_and_world_and_what_completed_stays_cached(
     done = sorted(p.name.split("-")[0] for p in (tmp_path / "c1").iterdir())
     assert done == ["w2", "w4"]
     assert sorted(p.name.split("-")[0] for p in (tmp_path / "c2").iterdir()) == ["w2"]  # no half-written folder
+
+
+def test_the_same_spec_in_another_checkout_names_its_data_alike_and_other_code_does_not(tmp_path):
+    here, there = _spec(tmp_path / "main", "ref", RIGHT), _spec(tmp_path / "clone", "ref", RIGHT)
+    changed = _spec(tmp_path / "edited", "ref", SCALED)
+    runs = reference.prepare_many([(here, tmp_path / "c1"), (there, tmp_path / "c2"), (changed, tmp_path / "c3")],
+                                  PATTERN, worlds=(2,), cases=(SHAPE,))
+    names = [{p.name for p in (tmp_path / c).iterdir()} for c in ("c1", "c2", "c3")]
+    assert names[0] == names[1] and names[0].isdisjoint(names[2])  # where it lies is not part of its identity
+    assert np.allclose(_c(runs[0][0], 1), _c(runs[1][0], 1))
