@@ -16,7 +16,7 @@ By default the emulation shapes are drawn with the cache's secret seed, so the l
 cache only. --shape-seed N declares the seed instead, and --ledger puts the ledger where it can be
 committed: another checkout (or a fresh clone) resumes from it.
 
-    .venv/bin/python scripts/check_all_points.py --all --shape-seed 14 --ledger docs/sweep-ledger.jsonl
+    .venv/bin/python scripts/check_all_points.py --all --shape-seed 14 --ledger docs/all_points_ledger.jsonl
 """
 
 from __future__ import annotations
