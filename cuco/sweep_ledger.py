@@ -45,7 +45,7 @@ class Ledger:
             for line in self.path.read_text().splitlines():
                 try:
                     row = json.loads(line)
-                    key = row.pop("key")
+                    key = row.pop("check")  # a digest of what the check depends on
                     self._entries[key] = Verdict(**row)
                 except (ValueError, TypeError, KeyError):
                     continue  # a line cut short by a kill: that check simply runs again
@@ -65,4 +65,4 @@ class Ledger:
             if self.path and verdict.status != "timeout":
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 with self.path.open("a") as f:
-                    f.write(json.dumps({"key": key, **asdict(verdict)}) + "\n")
+                    f.write(json.dumps({"check": key, **asdict(verdict)}) + "\n")

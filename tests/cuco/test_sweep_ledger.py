@@ -27,7 +27,7 @@ def test_a_line_cut_short_is_skipped(tmp_path):
     path = tmp_path / "ledger.jsonl"
     Ledger(path).put("a", Verdict("guard", "ok", "", 0.01))
     with path.open("a") as f:
-        f.write('{"key": "b", "kind": "emu')
+        f.write('{"check": "b", "kind": "emu')
     ledger = Ledger(path)
     assert len(ledger) == 1 and ledger.get("b") is None
 
